@@ -1,0 +1,129 @@
+"""`python -m conformance_tests report render|summary|diff`: work on report.json files.
+
+Exit codes: 0 fine; 1 `diff` found a regression; 2 bad input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .diff import diff_reports, format_diff
+from .markdown import format_compatibility
+from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES
+from .render import render_derived
+from .schema import ReportError, load_report
+
+
+def _parser(prog: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog or "python -m conformance_tests report",
+        description="Render, summarise and compare push_cache conformance reports (report.json).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    render = sub.add_parser(
+        "render", help="write junit.xml, summary.md, index.html, badge.json from a report.json"
+    )
+    render.add_argument("report", type=Path, metavar="REPORT_JSON")
+    render.add_argument("--out", type=Path, default=None, help="output folder (default: the report's folder)")
+    summary = sub.add_parser("summary", help="print the verdict, counts and failing clauses")
+    summary.add_argument("report", type=Path, metavar="REPORT_JSON")
+    diff = sub.add_parser("diff", help="compare two reports by clause ID and test ID; exit 1 on regression")
+    diff.add_argument("before", type=Path, metavar="A.json")
+    diff.add_argument("after", type=Path, metavar="B.json")
+    diff.add_argument("--json", action="store_true", help="print the differences as JSON")
+    return parser
+
+
+def _render(args: argparse.Namespace) -> int:
+    report = load_report(args.report)
+    out = args.out if args.out is not None else args.report.parent
+    try:
+        paths = render_derived(report, out)
+    except OSError as exc:
+        raise ReportError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    for path in paths.values():
+        print(path)
+    return 0
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+
+
+def format_summary(report: dict[str, Any]) -> str:
+    verdict, summary = report["verdict"], report["summary"]
+    backend = f"{report['backend']['name']} {report['backend'].get('version') or ''}".strip()
+    lines = [
+        f"push_cache conformance: {verdict['label']}",
+        f"  backend {backend}; spec {report['spec']['version']}; suite {report['suite']['version']}; "
+        f"run {report['run'].get('started')} ({float(report['run'].get('duration_s') or 0):.2f} s)",
+        f"  compatibility: {format_compatibility(verdict['compatibility'])}",
+        "",
+        f"tests: {summary['tests']}",
+    ]
+    lines += _table([tuple(TEST_OUTCOMES), tuple(str(summary[o]) for o in TEST_OUTCOMES)])
+    counts = dict.fromkeys(CLAUSE_OUTCOMES, 0)
+    for clause in report["clauses"]:
+        counts[clause["outcome"]] += 1
+    lines += ["", f"clauses: {len(report['clauses'])}"]
+    lines += _table([tuple(CLAUSE_OUTCOMES), tuple(str(counts[o]) for o in CLAUSE_OUTCOMES)])
+    blocking = set(verdict["blocking"])
+    failing = [
+        c for c in report["clauses"] if c["outcome"] in ("failed", "incompatible") or c["id"] in blocking
+    ]
+    lines.append("")
+    if failing:
+        lines.append(f"failing clauses: {len(failing)}")
+        rows = [("clause", "level", "outcome", "blocking", "tests")]
+        rows += [
+            (c["id"], c["level"], c["outcome"], "yes" if c["id"] in blocking else "no", str(len(c["tests"])))
+            for c in failing
+        ]
+        lines += _table(rows)
+    else:
+        lines.append("failing clauses: none")
+    known = {c["id"] for c in report["clauses"]}
+    extra = [cid for cid in verdict["blocking"] if cid not in known]
+    if extra:
+        lines.append("blocking clause IDs not in the clause list: " + ", ".join(extra))
+    return "\n".join(lines) + "\n"
+
+
+def _summary(args: argparse.Namespace) -> int:
+    sys.stdout.write(format_summary(load_report(args.report)))
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    diff = diff_reports(load_report(args.before), load_report(args.after))
+    if args.json:
+        sys.stdout.write(json.dumps(diff, indent=2) + "\n")
+    else:
+        sys.stdout.write(format_diff(diff, str(args.before), str(args.after)))
+    return 1 if diff["regression"] else 0
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Run one report subcommand; returns the exit code (argparse usage errors also give 2)."""
+    try:
+        args = _parser(prog).parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    handlers = {"render": _render, "summary": _summary, "diff": _diff}
+    try:
+        return handlers[args.command](args)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Compare two reports, aligned by clause ID and by test ID."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: How bad an outcome is; 2 and above is a failure (a regression when it appears or worsens).
+SEVERITY = {"failed": 3, "error": 3, "incompatible": 2}
+FAILING = 2
+#: A failure counts as fixed only when it now passes (not when it is skipped or untested).
+PASSING = frozenset({"passed", "xpassed"})
+
+
+def _severity(outcome: str | None) -> int:
+    return SEVERITY.get(outcome or "", 0)
+
+
+def _align(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    a = {row["id"]: row["outcome"] for row in before}
+    b = {row["id"]: row["outcome"] for row in after}
+    out: dict[str, list[Any]] = {"newly_failing": [], "fixed": [], "added": [], "removed": [], "changed": []}
+    for key in b:
+        if key not in a:
+            out["added"].append({"id": key, "after": b[key]})
+            if _severity(b[key]) >= FAILING:
+                out["newly_failing"].append({"id": key, "before": None, "after": b[key]})
+            continue
+        if a[key] == b[key]:
+            continue
+        change = {"id": key, "before": a[key], "after": b[key]}
+        out["changed"].append(change)
+        if _severity(b[key]) >= FAILING and _severity(b[key]) > _severity(a[key]):
+            out["newly_failing"].append(change)
+        elif _severity(a[key]) >= FAILING and b[key] in PASSING:
+            out["fixed"].append(change)
+    out["removed"] = [{"id": key, "before": a[key]} for key in a if key not in b]
+    return out
+
+
+def _describe(report: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "verdict": report["verdict"]["label"],
+        "spec": report["spec"]["version"],
+        "backend": f"{report['backend']['name']} {report['backend'].get('version') or ''}".strip(),
+        "suite": report["suite"]["version"],
+        "compatibility": report["verdict"]["compatibility"],
+    }
+
+
+def diff_reports(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The differences from `before` (A) to `after` (B); `regression` is true when B is worse."""
+    clauses = _align(before["clauses"], after["clauses"])
+    tests = _align(before["tests"], after["tests"])
+    verdict_regressed = before["verdict"]["certified"] and not after["verdict"]["certified"]
+    return {
+        "before": _describe(before),
+        "after": _describe(after),
+        "clauses": clauses,
+        "tests": tests,
+        "regression": bool(clauses["newly_failing"] or tests["newly_failing"] or verdict_regressed),
+    }
+
+
+def _lines(kind: str, changes: dict[str, list[Any]]) -> list[str]:
+    out = [
+        f"{kind}: {len(changes['newly_failing'])} newly failing, {len(changes['fixed'])} fixed, "
+        f"{len(changes['added'])} added, {len(changes['removed'])} removed, {len(changes['changed'])} changed outcome"
+    ]
+    labels = (
+        ("newly_failing", "newly failing"),
+        ("fixed", "fixed"),
+        ("added", "added"),
+        ("removed", "removed"),
+        ("changed", "changed outcome"),
+    )
+    for key, label in labels:
+        for item in changes[key]:
+            before = item.get("before", "-") or "-"
+            after = item.get("after", "-") or "-"
+            out.append(f"  {label:<16} {item['id']}  {before} -> {after}")
+    return out
+
+
+def format_diff(diff: dict[str, Any], name_a: str = "A", name_b: str = "B") -> str:
+    a, b = diff["before"], diff["after"]
+    lines = [
+        f"A: {name_a}: {a['verdict']} (backend {a['backend']}, spec {a['spec']}, suite {a['suite']})",
+        f"B: {name_b}: {b['verdict']} (backend {b['backend']}, spec {b['spec']}, suite {b['suite']})",
+    ]
+    if a["verdict"] != b["verdict"]:
+        lines.append(f"verdict: {a['verdict']} -> {b['verdict']}")
+    lines += _lines("clauses", diff["clauses"])
+    lines += _lines("tests", diff["tests"])
+    lines.append("result: REGRESSION" if diff["regression"] else "result: no regression")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,65 @@
+"""The self-contained HTML page derived from a report dict (Jinja2; inline CSS and JS, no network assets)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def _families(report: dict[str, Any]) -> list[dict[str, Any]]:
+    outcome_of = {t["id"]: t["outcome"] for t in report["tests"]}
+    families: dict[str, dict[str, Any]] = {}
+    for clause in report["clauses"]:
+        fam = families.setdefault(
+            clause["family"],
+            {"name": clause["family"], "clauses": [], "outcomes": dict.fromkeys(CLAUSE_OUTCOMES, 0)},
+        )
+        per_outcome = dict.fromkeys(TEST_OUTCOMES, 0)
+        for tid in clause["tests"]:
+            per_outcome[outcome_of.get(tid, "error")] += 1
+        fam["clauses"].append({**clause, "per_outcome": per_outcome})
+        fam["outcomes"][clause["outcome"]] += 1
+    return list(families.values())
+
+
+def to_html(report: dict[str, Any]) -> str:
+    """The report as one HTML page; counts sit in elements with stable ids (count-<outcome>)."""
+    clause_counts = dict.fromkeys(CLAUSE_OUTCOMES, 0)
+    for clause in report["clauses"]:
+        clause_counts[clause["outcome"]] += 1
+    anchors = {t["id"]: f"test-{i}" for i, t in enumerate(report["tests"])}
+    failures = [t for t in report["tests"] if t["outcome"] in ("failed", "error", "incompatible")]
+    compat = report["verdict"]["compatibility"]
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            report=report,
+            test_outcomes=TEST_OUTCOMES,
+            clause_outcomes=CLAUSE_OUTCOMES,
+            clause_counts=clause_counts,
+            families=_families(report),
+            failures=failures,
+            anchors=anchors,
+            compatibility="n/a" if compat is None else f"{compat:.1%}",
+        )
+    )

@@ -1,0 +1,110 @@
+"""JUnit XML derived from a report dict.
+
+Mapping: failed -> <failure>, error -> <error>; skipped, not_supported, xfailed and incompatible (a should-level
+miss, not blocking) -> <skipped type="...">; passed and xpassed -> a plain testcase. Every testcase carries its
+outcome, level and clauses as properties, so nothing of the report is lost.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+SKIP_LIKE = ("skipped", "not_supported", "xfailed", "incompatible")
+
+
+def _classname_and_name(test_id: str) -> tuple[str, str]:
+    path, sep, name = test_id.partition("::")
+    if not sep:
+        return "conformance", test_id
+    module = path.removesuffix(".py").replace("/", ".").replace("\\", ".")
+    if "::" in name:  # class-based tests
+        cls, _, name = name.rpartition("::")
+        module = f"{module}.{cls.replace('::', '.')}"
+    return module, name
+
+
+def _clean(text: Any) -> str:
+    """XML 1.0 cannot carry most control characters; replace them."""
+    text = "" if text is None else str(text)
+    return "".join(c if c in "\t\n\r" or ord(c) >= 0x20 else f"\\x{ord(c):02x}" for c in text)
+
+
+def _short(message: str | None, outcome: str) -> str:
+    first = _clean(message).strip().splitlines()
+    return first[0][:300] if first else outcome
+
+
+def to_junit(report: dict[str, Any]) -> str:
+    """The report as a JUnit XML document (a string with an XML declaration)."""
+    summary = report["summary"]
+    counts = {
+        "tests": str(summary["tests"]),
+        "failures": str(summary["failed"]),
+        "errors": str(summary["error"]),
+        "skipped": str(sum(summary[o] for o in SKIP_LIKE)),
+        "time": f"{float(report['run'].get('duration_s') or 0):.3f}",
+    }
+    suite_name = f"{report['suite']['name']} [{report['backend']['name']}]"
+    root = ET.Element("testsuites", {"name": suite_name, **counts})
+    attrs = {"name": suite_name, **counts}
+    if report["run"].get("started"):
+        attrs["timestamp"] = str(report["run"]["started"])
+    if report["environment"].get("hostname"):
+        attrs["hostname"] = str(report["environment"]["hostname"])
+    suite = ET.SubElement(root, "testsuite", attrs)
+    props = ET.SubElement(suite, "properties")
+    verdict = report["verdict"]
+    for name, value in (
+        ("verdict", verdict["label"]),
+        ("blocking", " ".join(verdict["blocking"])),
+        ("compatibility", verdict["compatibility"]),
+        ("spec.version", report["spec"]["version"]),
+        ("spec.sha256", report["spec"].get("sha256")),
+        ("suite.version", report["suite"]["version"]),
+        ("backend.name", report["backend"]["name"]),
+        ("backend.version", report["backend"].get("version")),
+        ("hypothesis.seed", report["run"].get("hypothesis_seed")),
+    ):
+        ET.SubElement(props, "property", {"name": name, "value": _clean("" if value is None else value)})
+
+    for test in report["tests"]:
+        classname, name = _classname_and_name(test["id"])
+        case = ET.SubElement(
+            suite, "testcase", {"classname": classname, "name": name, "time": f"{test['duration_s']:.3f}"}
+        )
+        tprops = ET.SubElement(case, "properties")
+        for pname, pvalue in (
+            ("outcome", test["outcome"]),
+            ("level", test["level"]),
+            ("clauses", " ".join(test["clauses"])),
+            ("expected", test["expected"]),
+        ):
+            ET.SubElement(tprops, "property", {"name": pname, "value": _clean(pvalue)})
+        outcome = test["outcome"]
+        body = _clean(test.get("message"))
+        if test.get("repro"):
+            body += "\n\n# reproduction\n" + _clean(test["repro"])
+        hypo = test.get("hypothesis") or {}
+        if hypo.get("example"):
+            body += f"\n\n# hypothesis example (seed {hypo.get('seed')})\n" + _clean(hypo["example"])
+        if outcome == "failed":
+            el = ET.SubElement(
+                case, "failure", {"type": "failed", "message": _short(test.get("message"), outcome)}
+            )
+            el.text = body
+        elif outcome == "error":
+            el = ET.SubElement(
+                case, "error", {"type": "error", "message": _short(test.get("message"), outcome)}
+            )
+            el.text = body
+        elif outcome in SKIP_LIKE:
+            detail = _short(test.get("message"), "")
+            message = f"{outcome}: {detail}" if detail else outcome
+            el = ET.SubElement(case, "skipped", {"type": outcome, "message": message})
+            if outcome == "incompatible":
+                el.text = body
+        elif outcome == "xpassed":
+            ET.SubElement(case, "system-out").text = "passed, though expected to fail (xpassed)"
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

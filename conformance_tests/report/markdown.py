@@ -1,0 +1,132 @@
+"""The Markdown summary derived from a report dict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES
+
+
+def _cell(value: Any, limit: int = 0) -> str:
+    text = "" if value is None else " ".join(str(value).split())
+    if limit and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") or " "
+
+
+def _code(value: Any) -> str:
+    """An inline code span for a table cell (entities and backslashes stay literal inside code spans)."""
+    text = "" if value is None else " ".join(str(value).split())
+    return "`" + (text.replace("`", "'").replace("|", "\\|") or " ") + "`"
+
+
+def _fence(text: str, lang: str = "python") -> list[str]:
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return [f"{fence}{lang}", text.rstrip("\n"), fence]
+
+
+def format_compatibility(value: float | None) -> str:
+    return "n/a (no should-clause tested)" if value is None else f"{value:.1%}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _failure_section(title: str, tests: list[dict[str, Any]], note: str) -> list[str]:
+    if not tests:
+        return []
+    lines = ["", f"## {title} ({len(tests)})", "", note, ""]
+    lines += _table(
+        ["#", "test", "clauses", "level", "outcome", "message"],
+        [
+            [
+                str(i),
+                _code(t["id"]),
+                "<br>".join(_code(c) for c in t["clauses"]) or " ",
+                t["level"],
+                f"**{t['outcome']}**",
+                _cell(t.get("message"), 300),
+            ]
+            for i, t in enumerate(tests, 1)
+        ],
+    )
+    for i, t in enumerate(tests, 1):
+        if not (t.get("repro") or (t.get("hypothesis") or {}).get("example")):
+            continue
+        lines += ["", f"### {i}. `{_cell(t['id'])}`", ""]
+        if t.get("repro"):
+            lines += ["Reproduction:", ""] + _fence(t["repro"])
+        hypo = t.get("hypothesis") or {}
+        if hypo.get("example"):
+            lines += ["", f"Hypothesis minimal example (seed `{_cell(hypo.get('seed'))}`):", ""]
+            lines += _fence(str(hypo["example"]), "")
+    return lines
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    """A human summary: verdict, counts, blocking clauses, failures with their reproduction."""
+    verdict, summary = report["verdict"], report["summary"]
+    spec, backend, suite, run = report["spec"], report["backend"], report["suite"], report["run"]
+    mark = "✅" if verdict["certified"] else "❌"
+    lines = [
+        f"# push_cache conformance: {mark} {verdict['label']}",
+        "",
+        f"- **Backend:** {_code(backend['name'])} {_cell(backend.get('version'))}",
+        f"- **Spec:** {_cell(spec['version'])} (sha256 {_code(spec.get('sha256') or 'unknown')})",
+        f"- **Suite:** {_cell(suite['name'])} {_cell(suite['version'])}",
+        f"- **Run:** started {_cell(run.get('started'))}, {float(run.get('duration_s') or 0):.2f} s, "
+        f"hypothesis profile {_code(run.get('hypothesis_profile'))}, seed {_code(run.get('hypothesis_seed'))}",
+        f"- **Compatibility (should-clauses passed):** {format_compatibility(verdict['compatibility'])}",
+        "",
+        "## Test outcomes",
+        "",
+    ]
+    lines += _table(
+        ["tests", *TEST_OUTCOMES], [[str(summary["tests"])] + [str(summary[o]) for o in TEST_OUTCOMES]]
+    )
+    clause_counts = {o: 0 for o in CLAUSE_OUTCOMES}
+    for clause in report["clauses"]:
+        clause_counts[clause["outcome"]] = clause_counts.get(clause["outcome"], 0) + 1
+    lines += ["", "## Clause outcomes", ""]
+    lines += _table(
+        ["clauses", *CLAUSE_OUTCOMES],
+        [[str(len(report["clauses"]))] + [str(clause_counts[o]) for o in CLAUSE_OUTCOMES]],
+    )
+    lines += ["", "## Blocking clauses", ""]
+    if verdict["blocking"]:
+        by_id = {c["id"]: c for c in report["clauses"]}
+        for cid in verdict["blocking"]:
+            clause = by_id.get(cid, {})
+            why = clause.get("outcome", "failed")
+            lines.append(
+                f"- {_code(cid)} ({clause.get('level', '?')}, {why}) {_cell(clause.get('title', ''))}"
+            )
+    else:
+        lines.append("None.")
+    if verdict.get("blocking_tests"):
+        lines += ["", f"Blocking tests: {len(verdict['blocking_tests'])} (listed under Failures)."]
+    tests = report["tests"]
+    lines += _failure_section(
+        "Failures",
+        [t for t in tests if t["outcome"] in ("failed", "error")],
+        "Must- and may-level violations block certification; should-level ones are listed as incompatibilities.",
+    )
+    lines += _failure_section(
+        "Incompatibilities",
+        [t for t in tests if t["outcome"] == "incompatible"],
+        "Should-level clauses the backend does not meet. They do not block certification.",
+    )
+    expectations = report["expectations"]
+    if expectations["unmatched"] or expectations["unexpected_passes"]:
+        lines += ["", "## Expectations", ""]
+        lines += [f"- unmatched entry: {_code(x)}" for x in expectations["unmatched"]]
+        lines += [f"- unexpected pass: {_code(x)}" for x in expectations["unexpected_passes"]]
+    if report.get("warnings"):
+        lines += ["", "## Warnings", ""] + [f"- {_cell(w)}" for w in report["warnings"]]
+    return "\n".join(lines) + "\n"

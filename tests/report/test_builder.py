@@ -1,0 +1,195 @@
+"""build_report: clause outcomes, counts and the verdict, from hand-made rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance_tests.report import ReportError, build_report, clause_outcome, validate_report
+
+P = "push_cache."
+
+
+def by_id(report):
+    return {c["id"]: c for c in report["clauses"]}
+
+
+def test_every_outcome_counts(every_report):
+    assert every_report["summary"] == {
+        "tests": 12,
+        "passed": 4,
+        "failed": 2,
+        "incompatible": 1,
+        "xfailed": 1,
+        "xpassed": 1,
+        "skipped": 1,
+        "not_supported": 1,
+        "error": 1,
+    }
+    cs = every_report["clause_summary"]
+    assert cs["clauses"] == 11 and cs["covered"] == 9
+    assert (cs["failed"], cs["incompatible"], cs["xfailed"], cs["passed"]) == (3, 1, 1, 3)
+    assert (cs["not_supported"], cs["skipped"], cs["untested"]) == (1, 0, 2)
+
+
+def test_every_outcome_clause_outcomes(every_report):
+    outcomes = {cid.removeprefix(P): c["outcome"] for cid, c in by_id(every_report).items()}
+    assert outcomes == {
+        "param.src_batch_index.type": "failed",
+        "param.size.negative": "passed",
+        "data.bytes_equal": "passed",
+        "data.layer_range": "incompatible",
+        "timeout.delay": "not_supported",
+        "remote.unknown_cache": "xfailed",
+        "remote.unlinked": "passed",
+        "order.tensor_order": "failed",
+        "config.mem_pool": "failed",
+        "safety.guard_bytes": "untested",
+        "types.dtype_sizes": "untested",
+    }
+    clauses = by_id(every_report)
+    assert clauses[P + "safety.guard_bytes"]["covered"] is False
+    assert clauses[P + "safety.guard_bytes"]["tests"] == []
+    assert len(clauses[P + "param.src_batch_index.type"]["tests"]) == 2
+
+
+def test_every_outcome_verdict(every_report):
+    verdict = every_report["verdict"]
+    assert verdict["certified"] is False
+    assert verdict["label"] == "NOT CERTIFIED"
+    # clause order; a failing may-test blocks; a not_supported or should clause does not
+    assert verdict["blocking"] == [
+        P + "param.src_batch_index.type",
+        P + "order.tensor_order",
+        P + "config.mem_pool",
+        P + "safety.guard_bytes",
+    ]
+    assert len(verdict["blocking_tests"]) == 3
+    assert verdict["compatibility"] == 0.5  # layer_range incompatible, unlinked passed, dtype_sizes untested
+
+
+def test_every_outcome_expectations(every_report):
+    exp = every_report["expectations"]
+    assert exp["unmatched"] == ["conformance_tests/suite/test_gone.py::test_x"]
+    assert exp["unexpected_passes"] == [t["id"] for t in every_report["tests"] if t["outcome"] == "xpassed"]
+
+
+def test_empty_run_blocks_on_untested_must_clauses(empty_report, kit):
+    assert empty_report["summary"]["tests"] == 0
+    assert all(c["outcome"] == "untested" and not c["covered"] for c in empty_report["clauses"])
+    must = [c["id"] for c in kit.CLAUSES if c["level"] == "must"]
+    assert empty_report["verdict"]["blocking"] == must
+    assert empty_report["verdict"]["compatibility"] is None
+    validate_report(empty_report)
+
+
+def test_no_clauses_certifies_nothing(kit):
+    report = kit.make_report([], clauses=[])
+    assert report["verdict"]["certified"] is False and report["verdict"]["blocking"] == []
+    assert report["warnings"]
+
+
+def test_all_passing_certified(passing_report):
+    verdict = passing_report["verdict"]
+    assert verdict == {
+        "certified": True,
+        "label": "CERTIFIED",
+        "blocking": [],
+        "blocking_tests": [],
+        "compatibility": 1.0,
+    }
+
+
+def test_should_failures_and_not_supported_do_not_block(kit):
+    rows = [kit.row(c["id"], "ok", "passed", c["level"]) for c in kit.CLAUSES]
+    rows[3]["outcome"] = "incompatible"  # data.layer_range, should
+    rows[4]["outcome"] = "not_supported"  # timeout.delay, must
+    report = kit.make_report(rows)
+    assert report["verdict"]["certified"] is True
+    assert report["verdict"]["compatibility"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize(
+    ("level", "outcomes", "expected"),
+    [
+        ("must", [], "untested"),
+        ("must", ["passed", "failed"], "failed"),
+        ("must", ["passed", "error"], "failed"),
+        ("may", ["failed"], "failed"),
+        ("should", ["incompatible", "passed"], "incompatible"),
+        ("should", ["error"], "incompatible"),
+        ("must", ["xfailed", "passed"], "xfailed"),
+        ("must", ["xpassed"], "passed"),
+        ("must", ["passed", "skipped", "not_supported"], "passed"),
+        ("must", ["not_supported", "not_supported"], "not_supported"),
+        ("must", ["not_supported", "skipped"], "skipped"),
+        ("must", ["skipped"], "skipped"),
+    ],
+)
+def test_clause_outcome_rule(level, outcomes, expected):
+    assert clause_outcome(level, outcomes) == expected
+
+
+def test_rows_are_made_json_safe_and_defaults_filled(kit):
+    rows = [
+        {
+            "id": "t::x",
+            "clauses": [kit.CLAUSES[0]["id"]],
+            "outcome": "passed",
+            "params": {"shape": (2, 8), "n": np.int64(3), "f": np.float32(0.5), "o": object()},
+        }
+    ]
+    report = kit.make_report(rows)
+    test = report["tests"][0]
+    assert test["params"]["shape"] == [2, 8] and test["params"]["n"] == 3 and test["params"]["f"] == 0.5
+    assert isinstance(test["params"]["o"], str)
+    assert test["level"] == "must"  # taken from the clause
+    assert (test["expected"], test["message"], test["repro"], test["hypothesis"]) == (
+        "pass",
+        None,
+        None,
+        None,
+    )
+
+
+def test_unknown_clause_is_a_warning(kit):
+    rows = [kit.row("push_cache.param.not_in_release", "x", "passed", "must")]
+    report = kit.make_report(rows)
+    assert any("push_cache.param.not_in_release" in w for w in report["warnings"])
+
+
+def test_failing_test_on_unknown_clause_still_blocks(kit):
+    rows = [kit.row(c["id"], "ok", "passed", c["level"]) for c in kit.CLAUSES]
+    rows.append(kit.row("push_cache.param.not_in_release", "x", "failed", "must"))
+    report = kit.make_report(rows)
+    assert report["verdict"]["blocking"] == ["push_cache.param.not_in_release"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "where"),
+    [
+        (lambda rows: rows[0].pop("id"), "$.tests[0]: 'id'"),
+        (lambda rows: rows[1].update(outcome="exploded"), "$.tests[1].outcome"),
+        (lambda rows: rows[2].update(level="must-ish"), "$.tests[2].level"),
+    ],
+)
+def test_bad_rows_give_one_line_errors(kit, mutate, where):
+    rows = kit.every_outcome_rows()
+    mutate(rows)
+    with pytest.raises(ReportError) as info:
+        build_report(kit.HEADER, rows, kit.CLAUSES, {})
+    message = str(info.value)
+    assert message.startswith(where) and "\n" not in message
+
+
+def test_bad_header_names_the_field(kit):
+    header = {**kit.HEADER, "backend": {"version": "1", "capabilities": {}}}
+    with pytest.raises(ReportError, match=r"^\$\.backend: 'name' is a required property"):
+        build_report(header, [], kit.CLAUSES, {})
+
+
+def test_builder_does_not_mutate_inputs(kit):
+    rows, clauses = kit.every_outcome_rows(), list(kit.CLAUSES)
+    before = repr((rows, clauses, kit.HEADER))
+    build_report(kit.HEADER, rows, clauses, {})
+    assert repr((rows, clauses, kit.HEADER)) == before
