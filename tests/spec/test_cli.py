@@ -1,0 +1,116 @@
+"""conformance_tests.spec_cli: the clause listing."""
+
+from __future__ import annotations
+
+import io
+import json
+import pathlib
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from conformance_tests.spec_cli import main
+
+WriteSpec = Callable[..., pathlib.Path]
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def spec_path(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> str:
+    return str(write_spec(mini_spec))
+
+
+def test_table_lists_every_clause(spec_path: str) -> None:
+    code, out, err = run("--spec", spec_path)
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "LEVEL", "FAMILY", "SINCE", "UNTIL", "EXPECT"]
+    assert set(lines[1]) <= {"-", " "}
+    rows = {line.split()[0]: line for line in lines[2:-1]}
+    assert len(rows) == 5
+    assert rows["push_cache.param.tensor_num_per_layer.zero"].split()[1:5] == [
+        "should", "param", "8.3.RC1.alpha003", "-"]
+    assert rows["push_cache.param.tensor_num_per_layer.zero"].endswith("raises LLMException(LLM_PARAM_INVALID)")
+    assert rows["push_cache.param.src_batch_index.type"].endswith("raises TypeError or ValueError")
+    assert rows["push_cache.data.layers.all"].endswith("success (batch_copied)")
+    assert rows["push_cache.timeout.delay"].endswith("any of: raises LLMException(LLM_TIMEOUT) | success")
+    assert lines[-1] == "5 clause(s) (must: 2, should: 2, may: 1)"
+
+
+def test_filters(spec_path: str) -> None:
+    _, out, _ = run("--spec", spec_path, "--level", "must")
+    assert "2 clause(s) (must: 2, should: 0, may: 0)" in out
+    _, out, _ = run("--spec", spec_path, "--level", "must", "--level", "may")
+    assert "3 clause(s)" in out
+    _, out, _ = run("--spec", spec_path, "--family", "param")
+    assert "3 clause(s)" in out and "push_cache.data.layers.all" not in out
+    _, out, _ = run("--spec", spec_path, "--family", "param", "--level", "should")
+    assert "2 clause(s)" in out
+    _, out, _ = run("--spec", spec_path, "--family", "safety")
+    assert "0 clause(s)" in out
+
+
+def test_release_filter(spec_path: str) -> None:
+    _, out, _ = run("--spec", spec_path, "--release", "8.2.RC1.alpha002")
+    assert "push_cache.param.tensor_num_per_layer.zero" not in out
+    assert "push_cache.data.layers.all" in out
+    _, out, _ = run("--spec", spec_path, "--release", "9.0.0")
+    assert "push_cache.param.tensor_num_per_layer.zero" in out
+    assert "push_cache.data.layers.all" not in out
+
+
+def test_json_format(spec_path: str) -> None:
+    code, out, _ = run("--spec", spec_path, "--format", "json", "--level", "should")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["spec"]["version"] == "9.0.0" and len(doc["spec"]["sha256"]) == 64
+    assert [c["id"] for c in doc["clauses"]] == [
+        "push_cache.param.src_batch_index.type_vendor", "push_cache.param.tensor_num_per_layer.zero"]
+    first = doc["clauses"][0]
+    assert first["refines"] == "push_cache.param.src_batch_index.type"
+    assert first["outcome"] == "raises TypeError"
+    assert first["cases"] == ["float", "list"]
+
+
+def test_markdown_format(spec_path: str) -> None:
+    code, out, _ = run("--spec", spec_path, "--format", "markdown", "--family", "timeout")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "| ID | LEVEL | FAMILY | SINCE | UNTIL | EXPECT |"
+    assert lines[1] == "|---|---|---|---|---|---|"
+    assert lines[2] == ("| `push_cache.timeout.delay` | may | timeout | - | - | "
+                        "any of: raises LLMException(LLM_TIMEOUT) \\| success |")
+
+
+def test_bad_spec_is_one_line_on_stderr_and_exit_2(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:
+    mini_spec["clauses"][2]["level"] = "mustt"
+    code, out, err = run("--spec", str(write_spec(mini_spec)))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert "$.clauses[2].level: expected one of must, should, may; got 'mustt'" in err
+
+
+def test_unknown_release_exit_2(spec_path: str) -> None:
+    code, _, err = run("--spec", spec_path, "--release", "7.0.0")
+    assert code == 2 and "unknown release '7.0.0'" in err and err.count("\n") == 1
+
+
+def test_bad_arguments_exit_2(spec_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = run("--spec", spec_path, "--level", "required")
+    assert code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_module_entry_point(spec_path: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests.spec_cli", "--spec", spec_path, "--level", "may"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "push_cache.timeout.delay" in proc.stdout
