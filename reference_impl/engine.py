@@ -1,0 +1,201 @@
+"""The "native" side of one node: memory, pools, the cache table, cache keys and injected faults."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .enums import LLMRole, Placement
+from .memory import NodeMemory
+from .options import EngineOptions
+from .pool import MemoryPool
+from .status import LLMException, LLMStatusCode
+
+if TYPE_CHECKING:
+    from .fabric import Fabric
+
+MAX_SHAPE_RANK = 32
+
+
+def _invalid(msg: str) -> LLMException:
+    return LLMException(msg, status_code=LLMStatusCode.LLM_PARAM_INVALID)
+
+
+@dataclass(slots=True, eq=False)
+class CacheEntry:
+    """A cache as the engine sees it. ``views[t]`` is tensor t's bytes (a uint8 view of node memory)."""
+
+    cache_id: int
+    placement: Placement
+    num_tensors: int
+    shape: tuple[int, ...]
+    tensor_nbytes: int
+    batch_size: int  # shape[0] for contiguous caches, 1 for blocks caches
+    stride: int  # tensor_nbytes // shape[0]: bytes of one batch slot (or block)
+    is_blocks: bool
+    is_registered: bool
+    remote_accessible: bool
+    tensor_addrs: list[int]
+    views: list[np.ndarray]
+    pool: MemoryPool | None = None
+    pool_addr: int | None = None
+    alive: bool = True
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(slots=True)
+class Faults:
+    send_delay_s: float = 0.0
+    dropped_peers: set[int] = field(default_factory=set)
+    killed: bool = False
+
+
+class NodeEngine:
+    """State of one LLMDataDist node inside a Fabric."""
+
+    def __init__(self, fabric: Fabric, cluster_id: int, role: LLMRole, slot: int, options: EngineOptions) -> None:
+        self.fabric = fabric
+        self.cluster_id = cluster_id
+        self.role = role
+        self.slot = slot
+        self.options = options
+        self.sync_timeout_s = options.sync_kv_timeout_s
+        self.memory = NodeMemory(slot)
+        self.device_pool = MemoryPool(self.memory.device, options.mem_pool) if options.mem_pool else None
+        self.host_pool = MemoryPool(self.memory.host, options.host_mem_pool) if options.host_mem_pool else None
+        self.lock = threading.Lock()
+        self.caches: dict[int, CacheEntry] = {}
+        self.dead_caches: dict[int, CacheEntry] = {}
+        self.keys: dict[tuple[int, int, int], tuple[int, int]] = {}  # (req, model, prefix) -> (cache id, batch)
+        self._next_id = 1
+        self.faults = Faults()
+        self.stop_event = threading.Event()
+        self.initialized = True
+
+    # ---- state -------------------------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self.initialized and not self.faults.killed
+
+    def pool_for(self, placement: Placement) -> MemoryPool | None:
+        return self.device_pool if placement == Placement.DEVICE else self.host_pool
+
+    def inject(self, fault: Mapping[str, Any]) -> None:
+        kind = fault.get("kind")
+        if kind == "delay":
+            seconds = float(fault["seconds"])
+            if not seconds >= 0 or math.isinf(seconds):
+                raise ValueError(f"delay seconds must be a finite number >= 0, got {seconds}")
+            self.faults.send_delay_s = seconds
+        elif kind == "drop_link":
+            self.faults.dropped_peers.add(int(fault["peer"]))
+        elif kind == "kill_node":
+            self.faults.killed = True
+        elif kind == "clear":
+            self.faults = Faults()
+        else:
+            raise ValueError(f"unknown fault kind {kind!r}; known: delay, drop_link, kill_node, clear")
+
+    # ---- cache table -------------------------------------------------------------------------------
+    def lookup(self, cache_id: int, include_dead: bool = False) -> CacheEntry | None:
+        entry = self.caches.get(cache_id)
+        if entry is None and include_dead:
+            entry = self.dead_caches.get(cache_id)
+        return entry
+
+    def lookup_by_key(self, req_id: int, model_id: int) -> CacheEntry | None:
+        """The cache bound to a CacheKey with this req_id and model_id (any prefix), if any."""
+        with self.lock:
+            for (req, model, _prefix), (cache_id, _batch) in self.keys.items():
+                if req == req_id and model == model_id:
+                    return self.caches.get(cache_id)
+        return None
+
+    @staticmethod
+    def check_shape(shape: Sequence[int]) -> None:
+        if not 1 <= len(shape) < MAX_SHAPE_RANK:
+            raise _invalid(f"shape rank must be in [1, {MAX_SHAPE_RANK}), got {len(shape)}")
+        if any(d <= 0 for d in shape):
+            raise _invalid(f"shape dims must be > 0, got {list(shape)}")
+
+    def add_cache(self, *, placement: Placement, num_tensors: int, shape: Sequence[int], itemsize: int,
+                  is_blocks: bool, is_registered: bool, remote_accessible: bool,
+                  tensor_addrs: Sequence[int] | None = None,
+                  cache_keys: Sequence[tuple[int, int, int]] = ()) -> CacheEntry:
+        """Allocate from the pool (``tensor_addrs`` None) or register given addresses; returns the entry."""
+        self.check_shape(shape)
+        shape_t = tuple(int(d) for d in shape)
+        tensor_nbytes = math.prod(shape_t) * itemsize
+        if len(cache_keys) > shape_t[0]:
+            raise _invalid(f"{len(cache_keys)} cache keys exceed batch size {shape_t[0]}")
+        if len(set(cache_keys)) != len(cache_keys):
+            raise _invalid("duplicate cache key in one request")
+        space = self.memory.space(placement)
+        pool: MemoryPool | None = None
+        pool_addr: int | None = None
+        if tensor_addrs is None:
+            pool = self.pool_for(placement)
+            if pool is None:
+                raise LLMException(f"no {placement.name} memory pool configured",
+                                   status_code=LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
+            pool_addr = pool.allocate(tensor_nbytes * num_tensors)
+            addrs = [pool_addr + t * tensor_nbytes for t in range(num_tensors)]
+        else:
+            addrs = list(tensor_addrs)
+            for addr in addrs:
+                if not space.contains(addr, tensor_nbytes):
+                    raise _invalid(f"address {addr:#x} (+{tensor_nbytes} bytes) is not inside "
+                                   f"{placement.name} memory of cluster {self.cluster_id}")
+        views = [space.view(a, tensor_nbytes) for a in addrs]
+        with self.lock:
+            bound = [k for k in cache_keys if k in self.keys]
+            if bound:
+                if pool is not None and pool_addr is not None:
+                    pool.free(pool_addr)
+                raise _invalid(f"cache key {bound[0]} is already bound")
+            cache_id = self._next_id
+            self._next_id += 1
+            entry = CacheEntry(
+                cache_id=cache_id, placement=placement, num_tensors=num_tensors, shape=shape_t,
+                tensor_nbytes=tensor_nbytes, batch_size=1 if is_blocks else shape_t[0],
+                stride=tensor_nbytes // shape_t[0], is_blocks=is_blocks, is_registered=is_registered,
+                remote_accessible=remote_accessible, tensor_addrs=addrs, views=views,
+                pool=pool, pool_addr=pool_addr)
+            self.caches[cache_id] = entry
+            for batch, key in enumerate(cache_keys):
+                self.keys[key] = (cache_id, batch)
+        return entry
+
+    def remove_cache(self, cache_id: int, *, registered: bool) -> bool:
+        """Drop an allocated (``registered`` False) or registered cache; False if there is none of that kind."""
+        with self.lock:
+            entry = self.caches.get(cache_id)
+            if entry is None or entry.is_registered != registered:
+                return False
+            del self.caches[cache_id]
+            self.dead_caches[cache_id] = entry
+            for key in [k for k, (cid, _) in self.keys.items() if cid == cache_id]:
+                del self.keys[key]
+        with entry.lock:  # wait for an in-flight copy into it, then mark it gone
+            entry.alive = False
+        if entry.pool is not None and entry.pool_addr is not None:
+            entry.pool.free(entry.pool_addr)
+        return True
+
+    def shutdown(self) -> None:
+        self.initialized = False
+        self.stop_event.set()
+        with self.lock:
+            entries = list(self.caches.values())
+            self.dead_caches.update(self.caches)
+            self.caches.clear()
+            self.keys.clear()
+        for entry in entries:
+            with entry.lock:
+                entry.alive = False
+        self.memory.release_all()
