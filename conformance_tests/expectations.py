@@ -1,0 +1,138 @@
+"""Vendor expectations files: known failures recorded as xfail/skip entries.
+
+Format (validated by ``expectations.schema.json``)::
+
+    version: 1
+    entries:
+      - match: "push_cache.order.*"          # glob over clause IDs or test IDs
+        outcome: xfail                       # xfail | skip
+        reason: "our adapter checks size first"
+        link: https://example.com/issue/1    # optional
+        expires: 2027-01-31                  # optional; after that date the entry is reported and ignored
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fnmatch
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+
+class ExpectationsError(Exception):
+    """A bad expectations file (one-line message with the JSON path of the bad node)."""
+
+
+@dataclass
+class Entry:
+    index: int
+    match: str
+    outcome: str
+    reason: str
+    link: str | None = None
+    expires: str | None = None
+    expired: bool = False
+    hits: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        extra = f" (expired {self.expires})" if self.expired else ""
+        return f"entries[{self.index}] match={self.match!r} outcome={self.outcome}{extra}"
+
+
+def _glob(pattern: str) -> str:
+    # test IDs contain [..]; treat brackets literally, only * and ? are wildcards
+    return pattern.replace("[", "\0").replace("]", "[]]").replace("\0", "[[]")
+
+
+def _matches(pattern: str, names: Iterable[str]) -> bool:
+    glob = _glob(pattern)
+    return any(name == pattern or fnmatch.fnmatchcase(name, glob) for name in names)
+
+
+@dataclass
+class Expectations:
+    path: str | None
+    sha256: str | None
+    entries: list[Entry]
+
+    @property
+    def active(self) -> list[Entry]:
+        return [e for e in self.entries if not e.expired]
+
+    @property
+    def expired(self) -> list[Entry]:
+        return [e for e in self.entries if e.expired]
+
+    def lookup(self, clause_ids: Iterable[str], test_ids: Iterable[str], record: str | None = None) -> Entry | None:
+        """The first active entry matching any clause ID or test ID (and remember the hit)."""
+        names = [*clause_ids, *test_ids]
+        for entry in self.active:
+            if _matches(entry.match, names):
+                if record is not None:
+                    entry.hits.append(record)
+                return entry
+        return None
+
+    def unmatched(self) -> list[str]:
+        return [e.match for e in self.active if not e.hits]
+
+    def as_dict(self, strict: bool = False) -> dict[str, Any]:
+        return {"path": self.path, "sha256": self.sha256, "strict": strict}
+
+
+def _schema() -> dict[str, Any]:
+    text = resources.files("conformance_tests").joinpath("expectations.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def _plain(node: Any) -> Any:
+    """YAML dates become ISO strings so the schema sees what the user wrote."""
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    if isinstance(node, (_dt.date, _dt.datetime)):
+        return node.isoformat()[:10]
+    return node
+
+
+def load_expectations(path: str | Path, today: _dt.date | None = None) -> Expectations:
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ExpectationsError(f"expectations file {p}: cannot read: {exc.strerror or exc}") from None
+    try:
+        doc = yaml.safe_load(raw.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        first = str(exc).replace("\n", " ")
+        raise ExpectationsError(f"expectations file {p}: not valid YAML: {first}") from None
+    doc = _plain(doc)
+    validator = jsonschema.Draft202012Validator(_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is not None:
+        raise ExpectationsError(f"expectations file {p}: {error.json_path}: {error.message}")
+    today = today or _dt.date.today()
+    entries: list[Entry] = []
+    for i, e in enumerate(doc["entries"]):
+        expires = e.get("expires")
+        expired = False
+        if expires:
+            try:
+                expired = _dt.date.fromisoformat(expires) < today
+            except ValueError:
+                raise ExpectationsError(
+                    f"expectations file {p}: $.entries[{i}].expires: {expires!r} is not a date (YYYY-MM-DD)"
+                ) from None
+        entries.append(
+            Entry(i, e["match"], e["outcome"], e["reason"], e.get("link"), expires, expired)
+        )
+    return Expectations(str(p), hashlib.sha256(raw).hexdigest(), entries)

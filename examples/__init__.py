@@ -1,0 +1,1 @@
+"""Worked examples for the push_cache conformance kit."""

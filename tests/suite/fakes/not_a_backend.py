@@ -1,0 +1,3 @@
+"""Fake backend module whose attribute lacks the protocol members."""
+
+backend = object()

@@ -1,0 +1,176 @@
+"""Unit tests of the engine's pieces: backend resolution, expectations, the value language, the data model."""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import inspect
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from conformance_tests.backend import BackendError, capability_supported, resolve_backend
+from conformance_tests.expectations import ExpectationsError, load_expectations
+from conformance_tests.harness import CacheInfo, Transfer, deep_merge, diff_tensors, expected_destination
+from conformance_tests.values import DecodeContext, Value, decode, materialise
+
+PKG = Path(__file__).resolve().parents[2] / "conformance_tests"
+
+
+def test_suite_never_imports_the_reference():
+    for path in PKG.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not any(n.split(".")[0] in ("reference_impl", "mutants") for n in names), path
+
+
+def test_resolve_backend_by_entry_point_and_by_path():
+    backend, target = resolve_backend("reference")
+    assert target == "reference_impl.backend:backend" and backend.name == "reference"
+    _, target = resolve_backend("reference_impl.backend")
+    assert target == "reference_impl.backend:backend"
+
+
+def test_resolve_backend_errors_are_one_line():
+    for spec in ("nope_not_here", "reference_impl.backend:no_such_attr", "no_pkg_xyz.mod:backend"):
+        with pytest.raises(BackendError) as info:
+            resolve_backend(spec)
+        assert "\n" not in str(info.value) and "available backends" in str(info.value)
+
+
+def test_capabilities_dotted():
+    caps = {"placements": ["HOST"], "faults": ["delay"], "blocks_cache": True, "raw_memory": False}
+    assert capability_supported(caps, "placements.HOST")
+    assert not capability_supported(caps, "placements.DEVICE")
+    assert capability_supported(caps, "faults.delay") and not capability_supported(caps, "faults.kill_node")
+    assert capability_supported(caps, "blocks_cache") and not capability_supported(caps, "raw_memory")
+    assert not capability_supported(caps, "threads")
+
+
+def test_expectations_matching_and_expiry(tmp_path):
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        "version: 1\nentries:\n"
+        "  - {match: 'push_cache.order.*', outcome: xfail, reason: r1}\n"
+        "  - {match: '*size.only_default*-sixteen]', outcome: skip, reason: r2}\n"
+        "  - {match: 'push_cache.data.*', outcome: xfail, reason: r3, expires: 2020-01-01}\n"
+    )
+    exp = load_expectations(path, today=dt.date(2026, 1, 1))
+    assert [e.expired for e in exp.entries] == [False, False, True]
+    hit = exp.lookup(["push_cache.order.python_checks"], [], record="t1")
+    assert hit is not None and hit.reason == "r1"
+    tid = "conformance_tests/suite/test_restriction.py::test_case[push_cache.restriction.size.only_default-sixteen]"
+    hit = exp.lookup(["push_cache.restriction.size.only_default"], [tid], record="t2")
+    assert hit is not None and hit.outcome == "skip"
+    assert exp.lookup(["push_cache.data.postcondition"], []) is None  # expired entries are ignored
+    assert exp.unmatched() == []
+    assert len(exp.sha256) == 64
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("version: 2\nentries: []\n", "$.version"),
+        ("version: 1\nentries:\n  - {match: x, outcome: xfail}\n", "$.entries[0]"),
+        ("version: 1\nentries:\n  - {match: x, outcome: xfail, reason: r, expires: 'soon'}\n",
+         "$.entries[0].expires"),
+        ("version: 1\nentries: [\n", "not valid YAML"),
+    ],
+)
+def test_bad_expectations_files(tmp_path, text, where):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ExpectationsError) as info:
+        load_expectations(path)
+    assert where in str(info.value) and "\n" not in str(info.value)
+
+
+class _Key:
+    def __init__(self, cluster_id, cache_id, batch_index=0):
+        if batch_index < 0:
+            raise ValueError("batch_index")
+        self.cluster_id, self.cache_id, self.batch_index = cluster_id, cache_id, batch_index
+
+
+def _ctx(**kw):
+    api = SimpleNamespace(CacheKeyByIdAndIndex=_Key)
+    base = dict(api=api, num_layers=2, num_tensors=4, batch_size=3, local_id=1, remote_id=2, unlinked_id=3,
+                dst_cache_id=7, unknown_cache_id=1007, cache_lookup=lambda name, spec: Value(name, name))
+    base.update(kw)
+    return DecodeContext(**base)
+
+
+def test_value_language():
+    ctx = _ctx()
+    assert decode({"range": [0, "L+1"]}, ctx).obj == range(0, 3)
+    assert decode({"range": [1, "T", 2]}, ctx).code == "range(1, 4, 2)"
+    assert decode("B", ctx).obj == 3 and decode("T+1", ctx).obj == 5 and decode("x", ctx).obj == "x"
+    assert decode({"tuple": [1]}, ctx).code == "(1,)" and decode({"list": [1, {"range": [0, 1]}]}, ctx).obj == [
+        1, range(0, 1)]
+    assert type(decode({"object": {}}, ctx).obj) is object
+    key = decode({"key": "CacheKeyByIdAndIndex", "batch": 1}, ctx)
+    assert key.code == "api.CacheKeyByIdAndIndex(2, dst.cache_id, 1)"
+    built = materialise(key.obj)
+    assert (built.cluster_id, built.cache_id, built.batch_index) == (2, 7, 1)
+    bad = decode({"key": "CacheKeyByIdAndIndex", "cluster": "unlinked", "cache": "unknown", "batch": -1}, ctx)
+    with pytest.raises(ValueError):
+        materialise(bad.obj)  # a key constructor error happens when the call is made, not at decode time
+
+
+def _info(name, num_tensors, batch, stride):
+    return CacheInfo(name, None, num_tensors, [batch, stride], "DT_INT8", "DEVICE", batch * stride, stride, batch)
+
+
+def test_expected_destination_model():
+    src = [np.full(8, 10 + i, dtype=np.uint8) for i in range(4)]  # 4 tensors, batch 2, stride 4
+    for i, t in enumerate(src):
+        t[4:] = 100 + i  # batch 1 differs from batch 0
+    before = [np.zeros(12, dtype=np.uint8) for _ in range(4)]  # batch 3, stride 4
+    plan = Transfer(src_layers=[1], dst_layers=[1], tnpl=2, src_batch=1, dst_batch=2)
+    out = expected_destination(src, before, plan, src_stride=4, dst_stride=4)
+    assert [bytes(t).hex() for t in out[:2]] == ["00" * 12] * 2
+    assert list(out[2][8:]) == [102] * 4 and list(out[3][8:]) == [103] * 4 and not out[2][:8].any()
+    # out-of-range pairs move nothing
+    plan = Transfer(src_layers=[0, 5], dst_layers=[0, 5], tnpl=2, src_batch=0, dst_batch=0)
+    out = expected_destination(src, before, plan, src_stride=4, dst_stride=4)
+    assert list(out[0][:4]) == [10] * 4 and not out[2].any()
+
+
+def test_diff_tensors_message():
+    want = [np.arange(16, dtype=np.uint8)]
+    got = [want[0].copy()]
+    got[0][5:7] = 0xFF
+    (line,) = diff_tensors(want, got, "dst")
+    assert "dst tensor 0: 2 of 16 bytes differ, first at offset 5" in line
+    assert "expected 05 06" in line and "got ff ff" in line
+
+
+def test_deep_merge_keeps_siblings_and_removes_nothing():
+    base = {"local": {"cluster_id": 1, "options": {"a": "1", "b": "2"}}, "link": True}
+    out = deep_merge(base, {"local": {"options": {"b": None}}, "link": False})
+    assert out == {"local": {"cluster_id": 1, "options": {"a": "1", "b": None}}, "link": False}
+    assert base["local"]["options"]["b"] == "2"
+
+
+def test_signature_problems_are_specific():
+    from conformance_tests.cases import signature_problems
+
+    def push_cache(dst_cache_key, src_cache, src_batch_index=0, size=-2, **kwargs):  # noqa: ARG001
+        return None
+
+    entry = {"var_kwargs": False, "parameters": [
+        {"name": "dst_cache_key", "kind": "positional_or_keyword", "type": "K", "required": True},
+        {"name": "src_cache", "kind": "positional_or_keyword", "type": "C", "required": True},
+        {"name": "src_batch_index", "kind": "positional_or_keyword", "type": "int", "default": 0},
+        {"name": "size", "kind": "positional_or_keyword", "type": "int", "default": -1},
+    ]}
+    problems = signature_problems(inspect.signature(push_cache), entry)
+    assert any("size defaults to -2" in p for p in problems)
+    assert any("**kwargs is present" in p for p in problems)
