@@ -9,6 +9,7 @@ blocking), collects one report row per test and writes the reports at the end.
 from __future__ import annotations
 
 import datetime as _dt
+import fnmatch
 import json
 import os
 import platform
@@ -102,6 +103,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--report-dir", default=None, metavar="DIR",
                 help="where reports are written (default: reports/<backend-name>/)")
     g.addoption("--no-reports", action="store_true", default=False, help="do not write report files")
+    g.addoption("--clauses", default="", metavar="GLOBS",
+                help="run only the tests of clauses matching these comma-separated globs "
+                     "(e.g. 'push_cache.data.*,push_cache.safety.guard_bytes')")
 
 
 def _skip_setup(config: pytest.Config) -> bool:
@@ -350,11 +354,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     ctx = state.ctx
     selected = {c.id: c for c in ctx.selected.clauses}
     known = {c.id for c in ctx.spec.clauses}
+    globs = [g for g in config.getoption("clauses").split(",") if g]
     keep, drop = [], []
     for item in items:
         ids = clause_ids(item)
         if ids and all(cid in known and cid not in selected for cid in ids):
             drop.append(item)  # every clause it checks is outside the selected release
+            continue
+        if globs and not any(fnmatch.fnmatchcase(cid, g) for cid in ids for g in globs):
+            drop.append(item)  # not asked for with --clauses
             continue
         keep.append(item)
         state.covered.update(ids)
@@ -394,7 +402,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         missing = uncovered(state)
         if tr is not None:
             tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))
-    state.full_selection = not (getattr(opt, "keyword", "") or getattr(opt, "markexpr", "") or getattr(opt, "lf", False)
+    state.full_selection = not (getattr(opt, "clauses", "") or getattr(opt, "keyword", "") or getattr(opt, "markexpr", "") or getattr(opt, "lf", False)
                                 or any("::" in a for a in session.config.args))
 
 
@@ -403,6 +411,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     session.RECORDER.reset()
+    state = _state(item.config)
+    if state is None or state.ctx is None:
+        return
+    problem = traceability_problem(item.stash.get(CLAUSES, []), {c.id for c in state.ctx.spec.clauses})
+    if problem:
+        pytest.fail(f"traceability: {item.nodeid} {problem}", pytrace=False)
+
+
+def traceability_problem(clause_ids: Iterable[str], known: set[str]) -> str | None:
+    """Why a test breaks traceability (it names no clause, or a clause the spec lacks), or None."""
+    ids = list(clause_ids)
+    if not ids:
+        return "names no spec clause (mark it with @pytest.mark.clause(<id>))"
+    unknown = [c for c in ids if c not in known]
+    if unknown:
+        return "names clause(s) the spec does not have: " + ", ".join(unknown)
+    return None
 
 
 def _message(call: pytest.CallInfo[Any] | None, rep: pytest.TestReport) -> str:
@@ -648,9 +673,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     tr = terminalreporter
     tr.section("push_cache conformance")
-    missing = uncovered(state)
-    suffix = " (this run selects a subset of the suite)" if not state.full_selection else ""
-    tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none") + suffix)
+    if state.full_selection:
+        missing = uncovered(state)
+        tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))
+    else:
+        tr.write_line("uncovered clauses: not computed (this run selects a subset of the suite)")
     incompatible = [n for n in state.order if state.rows[n]["outcome"] == "incompatible"]
     if incompatible:
         tr.write_line(f"incompatible (should-level, not blocking): {len(incompatible)} test(s)")
