@@ -414,7 +414,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     state = _state(item.config)
     if state is None or state.ctx is None:
         return
-    problem = traceability_problem(item.stash.get(CLAUSES, []), {c.id for c in state.ctx.spec.clauses})
+    clause_ids: tuple[str, ...] = item.stash.get(CLAUSES, ())
+    problem = traceability_problem(clause_ids, {c.id for c in state.ctx.spec.clauses})
     if problem:
         pytest.fail(f"traceability: {item.nodeid} {problem}", pytrace=False)
 
