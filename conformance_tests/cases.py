@@ -13,6 +13,7 @@ import pytest
 
 from . import session
 from .harness import (
+    PARAMS,
     Check,
     HarnessError,
     World,
@@ -65,7 +66,7 @@ def opened(scenario: Mapping[str, Any], clause_id: str, **kw: Any) -> Iterator[W
         backend_spec=ctx.backend_spec,
         caps=ctx.caps,
         types=ctx.spec.types,
-        params=[p["name"] for p in ctx.signature.get("parameters", [])] + _kwargs_names(ctx.signature),
+        params=ctx.params,
         **kw,
     )
     try:
@@ -77,16 +78,6 @@ def opened(scenario: Mapping[str, Any], clause_id: str, **kw: Any) -> Iterator[W
         yield world
     finally:
         world.close()
-
-
-def _kwargs_names(signature: Mapping[str, Any]) -> list[str]:
-    names = []
-    for p in signature.get("parameters", []):
-        if p.get("kind") == "var_keyword":
-            names += [n.strip() for n in str(p.get("type", "")).split(",") if n.strip()]
-    if isinstance(signature.get("var_kwargs"), list):
-        names += [p["name"] for p in signature["var_kwargs"]]
-    return names
 
 
 def faults_for(clause: Any, case: Any, scenario: Mapping[str, Any], ids: Mapping[str, int]) -> list[tuple[str, dict[str, Any]]]:
@@ -129,6 +120,9 @@ def run_case(
     ctx = session.current()
     scenario = scenario_for(ctx.spec, clause, case)
     require(list(clause.requires) + scenario_needs(scenario))
+    absent = [n for n in case.args if n in PARAMS and n not in ctx.params]
+    if absent:
+        pytest.skip(f"not in release {ctx.release}: push_cache has no parameter {', '.join(absent)}")
     expect = clause.expect_for(case)
     if scenario.get("construct"):
         run_construct(clause, case, scenario, expect)
@@ -264,6 +258,11 @@ def placements_supported(wanted: Sequence[str] = ("HOST", "DEVICE")) -> tuple[st
     return tuple(p for p in wanted if p in declared) or ("DEVICE",)
 
 
+def tnpl_range_supported() -> tuple[int, int]:
+    """tensor_num_per_layer values to draw: 1-4, or only the fixed 2 of releases without the parameter."""
+    return (1, 4) if "tensor_num_per_layer" in session.current().params else (2, 2)
+
+
 def run_layout(clause: Any, layout: Any, aspects: Sequence[str], *, guard: bool = False) -> None:
     """Push one random layout and check the named aspects of the data postcondition."""
     __tracebackhide__ = True
@@ -273,7 +272,7 @@ def run_layout(clause: Any, layout: Any, aspects: Sequence[str], *, guard: bool 
     require(list(clause.requires))
     scenario = deep_merge(ctx.spec.scenario, layout.scenario_override())
     with opened(scenario, clause.id, guard=guard, seed=layout.seed, title=f"{clause.id} {layout}") as world:
-        call = world.call(layout.args())
+        call = world.call({k: v for k, v in layout.args().items() if k not in PARAMS or k in ctx.params})
         outcome = world.push(call, bound=per_call_bound())
         check = Check(world, call, clause.id, "random layout")
         check.expect(outcome, {"outcome": "success"}, data=False)

@@ -212,6 +212,7 @@ class World:
         self.remote_id = int(self.scenario["remote"]["cluster_id"])
         self._extra: dict[str, Value] = {}
         self._closed = False
+        self.expectation: tuple[Call, Mapping[str, Any], str] | None = None  # the last check, for the repro
         from . import session
 
         session.RECORDER.world = self
@@ -563,8 +564,57 @@ class World:
         ]
         if not any(line.startswith("    ") for line in body):
             lines.append("    pass")
+        if self.expectation is not None:
+            lines = self._with_verdict(lines)
         lines += ["finally:", "    cluster.close()"]
         return "\n".join(lines) + "\n"
+
+    def _with_verdict(self, lines: list[str]) -> list[str]:
+        """Wrap the checked call in try/except and append the clause's check, so the snippet fails by itself."""
+        call, expect, clause_id = self.expectation  # type: ignore[misc]
+        push = f"    {call.code}"
+        if push not in lines:
+            return lines
+        at = len(lines) - 1 - lines[::-1].index(push)
+        wrapped = ["    try:", f"        result = {call.code}", "    except Exception as exc:  # noqa: BLE001",
+                   "        outcome = exc", "    else:", "        outcome = None"]
+        return lines[:at] + wrapped + self._verdict_lines(call, expect, clause_id) + lines[at + 1:]
+
+    def _verdict_lines(self, call: Call, expect: Mapping[str, Any], clause_id: str) -> list[str]:
+        if "raises" in expect:
+            names = [n for n in expect["raises"]]
+            classes = ", ".join("api.LLMException" if n == "LLMException" else n for n in names) + ","
+            out = [f"    assert isinstance(outcome, ({classes})), "
+                   f"f\"{clause_id}: expected {' or '.join(names)}, got {{outcome!r}}\""]
+            if expect.get("status"):
+                status = expect["status"]
+                out.append(f"    assert outcome.status_code == api.LLMStatusCode.{status}, "
+                           f"f\"{clause_id}: expected {status}, got {{outcome.status_code}}\"")
+            return out
+        if expect.get("outcome") != "success":
+            return ["    print('outcome:', repr(outcome))  # a may-clause envelope: see the report for what is allowed"]
+        out = [f"    assert outcome is None, f\"{clause_id}: expected success, got {{outcome!r}}\""]
+        if self.src is None or self.dst is None or not self.src_data:
+            return out
+        plan = plan_transfer(call, self.src)
+        if plan is None:
+            return out
+        pairs = [(s * plan.tnpl + j, d * plan.tnpl + j) for s, d in zip(plan.src_layers, plan.dst_layers, strict=False)
+                 for j in range(plan.tnpl)]
+        so, do, n = plan.src_batch * self.src.stride, plan.dst_batch * self.dst.stride, self.src.stride
+        out += [
+            "    expected = [d.copy() for d in dst_data]",
+            f"    for s, d in {pairs!r}:  # (source tensor, destination tensor) the spec's data rule moves",
+            f"        expected[d][{do}:{do + n}] = src_data[s][{so}:{so + n}]",
+            "    for t, want in enumerate(expected):",
+            "        got = np.asarray(remote.read_tensor(dst, t))",
+            "        bad = np.flatnonzero(got != want)",
+            f"        assert bad.size == 0, f\"{clause_id}: dst tensor {{t}}: {{bad.size}} bytes differ, "
+            "first at offset {bad[0]}\"",
+            "    for t, want in enumerate(src_data):",
+            f"        assert (np.asarray(local.read_tensor(src, t)) == want).all(), f\"{clause_id}: src tensor {{t}} changed\"",
+        ]
+        return out
 
 
 def _quiet_close(cluster: Any) -> None:
@@ -811,6 +861,7 @@ class Check:
     def expect(self, outcome: Outcome, expect: Mapping[str, Any], *, data: bool = True) -> None:
         """Assert ``outcome`` satisfies ``expect`` (raises / success + data / any_of envelope)."""
         __tracebackhide__ = True
+        self.world.expectation = (self.call, expect, self.clause_id)
         if outcome.hung:
             self.fail(f"push_cache {outcome.describe()}; expected {describe_expect(expect)}")
         if "raises" in expect:

@@ -255,7 +255,7 @@ def smoke_check(ctx: session.RunContext, limit: float = SMOKE_LIMIT_S) -> str | 
             if scenario[side].get("placement") not in placements:
                 scenario[side]["placement"] = list(placements)[0]
     world = World(ctx.backend, scenario, backend_spec=ctx.backend_spec, caps=ctx.caps, types=ctx.spec.types,
-                  title="smoke check")
+                  params=ctx.params, title="smoke check")
     use_alarm = hasattr(signal, "SIGALRM") and _main_thread()
     old = None
     if use_alarm:

@@ -26,6 +26,16 @@ class RunContext:
     def signature(self) -> dict[str, Any]:
         return self.spec.signature_for(self.release)
 
+    @property
+    def params(self) -> list[str]:
+        """The parameter names push_cache takes in the selected release (keyword-only ones included)."""
+        sig = self.signature
+        names = [p["name"] for p in sig.get("parameters", []) if p.get("kind") != "var_keyword"]
+        for p in sig.get("parameters", []):
+            if p.get("kind") == "var_keyword":
+                names += [n.strip() for n in str(p.get("type", "")).split(",") if n.strip()]
+        return names
+
 
 @dataclass
 class Recorder:

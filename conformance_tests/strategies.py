@@ -59,9 +59,10 @@ def layouts(
     placements: Sequence[str] = ("DEVICE",),
     dtypes: Sequence[str] = DTYPES,
     max_layers: int = 16,
+    tnpl_range: tuple[int, int] = (1, 4),
 ) -> Layout:
     layers = draw(st.integers(1, max_layers), label="layers")
-    tnpl = draw(st.integers(1, 4), label="tensor_num_per_layer")
+    tnpl = draw(st.integers(*tnpl_range), label="tensor_num_per_layer")
     src_batch = draw(st.integers(1, 4), label="src batch size")
     dst_batch = draw(st.integers(1, 4), label="dst batch size")
     inner = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=2), label="inner shape"))

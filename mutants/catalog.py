@@ -422,12 +422,12 @@ class bf16_as_four_bytes(CacheManager):
         return super().allocate_cache(cache_desc, cache_keys)
 
 
-@mutant("raises LLMException without a status code for a bad size",
-        ("push_cache.types.llm_exception.status_code", "push_cache.restriction.size.only_default.status"))
+@mutant("raises LLMException without a status code for a bad layer range",
+        ("push_cache.types.llm_exception.status_code", "push_cache.restriction.layer_range.*.status"))
 class exception_without_status(CacheManager):
-    def _check_size_value(self, a):  # type: ignore[no-untyped-def]
+    def _check_src_layer_range(self, a):  # type: ignore[no-untyped-def]
         try:
-            super()._check_size_value(a)
+            super()._check_src_layer_range(a)
         except LLMException as exc:
             bare = LLMException(str(exc))
             bare._status_code = None  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from conformance_tests.cases import (
     require,
     run_case,
     run_layout,
+    tnpl_range_supported,
 )
 from conformance_tests.generate import by_id, case_params, clause_by_id, clause_id_params, clause_params
 from conformance_tests.harness import Check, deep_merge, describe_exception, exception_class
@@ -38,7 +39,7 @@ def test_case(clause, case):
 
 
 @pytest.mark.parametrize("clause_id", clause_id_params("data", by_id(*ASPECTS)))
-@given(layout=layouts(placements=placements_supported()))
+@given(layout=layouts(placements=placements_supported(), tnpl_range=tnpl_range_supported()))
 def test_random_layout(clause_id, layout):
     run_layout(clause_by_id(clause_id), layout, ASPECTS[clause_id])
 

@@ -18,6 +18,7 @@ from conformance_tests.cases import (
     require,
     run_case,
     run_layout,
+    tnpl_range_supported,
 )
 from conformance_tests.generate import by_id, case_params, clause_by_id, clause_id_params, inherited_cases
 from conformance_tests.harness import Check, diff_tensors, scenario_for
@@ -39,7 +40,7 @@ def test_case(clause, case):
 
 
 @pytest.mark.parametrize("clause_id", clause_id_params("safety", by_id(GUARDS)))
-@given(layout=layouts(placements=placements_supported()))
+@given(layout=layouts(placements=placements_supported(), tnpl_range=tnpl_range_supported()))
 def test_guard_bytes(clause_id, layout):
     run_layout(clause_by_id(clause_id), layout, ("targeted", "untouched", "guards"), guard=True)
 

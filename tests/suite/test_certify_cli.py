@@ -120,13 +120,14 @@ def test_backend_ignoring_src_batch_index_is_rejected_with_clause_call_and_bytes
     failed = [t for t in report["tests"] if t["outcome"] == "failed"]
     assert failed and all(t["repro"] and "push_cache(" in t["repro"] for t in failed)
     assert report["verdict"]["certified"] is False
-    # the reproduction is a program that runs and shows the same wrong bytes (no exception: it just pushes)
+    # the reproduction is a program that fails by itself, naming the clause and the differing bytes
     script = tmp_path / "repro.py"
     script.write_text(failed[0]["repro"])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAKES), str(ROOT)]))
     run = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=60)
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1 and "bytes differ, first at offset" in run.stderr, run.stderr
+    assert failed[0]["clauses"][0] in run.stderr
 
 
 # ---------------------------------------------------------------------------------------- expectations
