@@ -1,0 +1,284 @@
+"""The reference CacheManager, with the hooks that touch the remote side moved across processes.
+
+The Python-layer checks and the per-layer check order (facts §1.2, §1.3) are inherited unchanged; only
+these hooks are replaced:
+
+* ``_resolve_link``: the link table of this node process (a :class:`~.control.PeerLink` per linked
+  cluster) instead of the in-process Fabric; a link whose peer died reads as LLM_NOT_YET_LINK.
+* ``_resolve_remote_cache``: on the first layer, one control request asks the remote whether the cache
+  exists and is remote accessible, pins it and returns its layout (a :class:`RemoteCache`, duck-typed like
+  the reference's CacheEntry for the inherited checks N8c/N8d/restrictions/strides). Later layers only check
+  that the pin was not revoked (the remote deallocated the cache): LLM_KV_CACHE_NOT_EXIST.
+* ``_layer_slices``: NIXL descriptor lists (all tensors, this push's batch slot) prepared once per push; a
+  layer is ``tensor_num_per_layer`` indices into them.
+* ``_transfer_seconds`` / ``_await_transfer``: injected delay and dropped links, bounded by
+  llm.SyncKvCacheWaitTime (LLM_TIMEOUT), interrupted by a revoke or a dead peer.
+* ``_transfer_layer``: one NIXL WRITE per layer with a notification, polled to completion under the same
+  deadline; on expiry the request is released (cancelled) and LLM_TIMEOUT raised.
+
+Deallocation (``deallocate_cache`` / ``deallocate_blocks_cache`` / ``unregister_cache``) first revokes the
+pins other nodes hold on the cache and waits until their pushes have stopped writing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..cache import Cache
+from ..cache_keys import CacheKeyByIdAndIndex
+from ..cache_manager import CacheManager
+from ..enums import Placement
+from ..push import _NUM_TENSORS_PER_LAYER, PushArgs
+from ..status import LLMException, LLMStatusCode
+from .control import PeerGone, PeerLink, PeerTimeout
+from .transport import PeerDisconnected, TransferFailed, TransferTimeout
+
+if TYPE_CHECKING:
+    from .node import NodeRuntime
+
+_push_ids = itertools.count(1)
+
+
+@dataclass(slots=True, eq=False)
+class RemoteCache:
+    """The remote's answer to "open": what the inherited per-layer checks read from a CacheEntry."""
+
+    cache_id: int
+    placement: Placement
+    num_tensors: int
+    shape: tuple[int, ...]
+    tensor_nbytes: int
+    batch_size: int
+    stride: int
+    is_blocks: bool
+    remote_accessible: bool
+    addrs: list[int]  # real addresses of the tensors in the remote process
+    pin: int
+
+
+class PushSession:
+    """State of one push_cache call (per thread): the remote cache, its pin and the prepared lists."""
+
+    def __init__(self) -> None:
+        self.push_id = next(_push_ids)
+        self.peer: PeerLink | None = None
+        self.remote: RemoteCache | None = None
+        self.prepped: tuple[Any, Any] | None = None
+        self.nbytes = 0
+        self.layers_done = 0
+
+
+class MultiprocessCacheManager(CacheManager):
+    """CacheManager of a node process; ``runtime`` is set by the node right after init."""
+
+    runtime: NodeRuntime | None = None
+
+    def __init__(self, engine: Any, options: Any) -> None:
+        super().__init__(engine, options)
+        self._tls = threading.local()
+
+    # ---- push session ---------------------------------------------------------------------------------
+    def push_cache(self, dst_cache_key: CacheKeyByIdAndIndex, src_cache: Cache, src_batch_index: int = 0,
+                   src_layer_range: range | None = None, dst_layer_range: range | None = None, size: int = -1,
+                   tensor_num_per_layer: int = _NUM_TENSORS_PER_LAYER) -> None:
+        """Push batch ``src_batch_index`` of ``src_cache``, layer by layer, into the remote cache of the key."""
+        session = PushSession()
+        outer = getattr(self._tls, "session", None)
+        self._tls.session = session
+        try:
+            super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range,
+                               size, tensor_num_per_layer)
+        finally:
+            self._tls.session = outer
+            self._end_session(session)
+
+    def _session(self) -> PushSession:
+        s = getattr(self._tls, "session", None)
+        if s is None:
+            s = self._tls.session = PushSession()
+        return s
+
+    def _end_session(self, s: PushSession) -> None:
+        rt = self.runtime
+        if s.prepped is not None and rt is not None:
+            rt.transport.release_prep(s.prepped)
+        if s.remote is not None and s.peer is not None:
+            s.peer.send("close", s.remote.pin)
+            s.peer.forget(s.remote.pin)
+
+    def _timeout_s(self) -> float:
+        return float(self.engine.sync_timeout_s)
+
+    # ---- remote-side hooks ----------------------------------------------------------------------------
+    def _resolve_link(self, a: PushArgs) -> Any:
+        rt = self.runtime
+        peer = rt.links.get(a.dst_cache_key.cluster_id) if rt is not None else None
+        if peer is None or peer.broken.is_set():
+            raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK,
+                                     "current cluster is not linked with remote cluster")
+        s = self._session()
+        if s.peer is None:
+            s.peer = peer
+        elif s.peer is not peer:  # unlinked and linked again during the push
+            raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "link was re-established during the push")
+        return peer
+
+    def _resolve_remote_cache(self, a: PushArgs, link: Any) -> Any:
+        s = self._session()
+        if s.remote is None:
+            s.remote = self._open_remote(a, link)
+        elif link.is_revoked(s.remote.pin):
+            raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
+                                     f"cache_id: {a.dst_cache_key.cache_id} was deallocated")
+        return s.remote
+
+    def _open_remote(self, a: PushArgs, link: PeerLink) -> RemoteCache:
+        rt = self.runtime
+        assert rt is not None
+        timeout = self._timeout_s()
+        try:
+            info = link.request("open", int(a.dst_cache_key.cache_id), timeout,
+                                rt.transport.peer_generation(link.agent_name), timeout=timeout)
+        except PeerGone:
+            raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "remote cluster went away") from None
+        except PeerTimeout:
+            raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT,
+                                     f"remote did not answer within {timeout * 1000:.0f} ms") from None
+        except RuntimeError as exc:
+            raise self._native_error(a, LLMStatusCode.LLM_FAILED, f"remote lookup failed: {exc}") from None
+        if info is None:
+            raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
+                                     f"cache_id: {a.dst_cache_key.cache_id} does not exist")
+        if info.get("metadata") is not None:
+            rt.transport.load_peer(info["metadata"], info["generation"])
+        remote = RemoteCache(
+            cache_id=info["cache_id"], placement=Placement(info["placement"]), num_tensors=info["num_tensors"],
+            shape=tuple(info["shape"]), tensor_nbytes=info["tensor_nbytes"], batch_size=info["batch_size"],
+            stride=info["stride"], is_blocks=info["is_blocks"], remote_accessible=info["remote_accessible"],
+            addrs=list(info["addrs"]), pin=info["pin"])
+        if not remote.remote_accessible:
+            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID, "remote cache is not remote accessible.")
+        return remote
+
+    def _layer_slices(self, a: PushArgs, link: Any, local: Any, remote: Any, src_layer: int,  # type: ignore[override]
+                      dst_layer: int) -> tuple[list[int], list[int]]:
+        """Indices into the prepared lists: local tensors src_layer*tpl+j, remote tensors dst_layer*tpl+j."""
+        s = self._session()
+        if s.prepped is None:
+            rt = self.runtime
+            assert rt is not None
+            n = self._copy_nbytes(a, local, remote)
+            so, do = self._src_offset(a, local), self._dst_offset(a, remote)
+            ldesc = [(local.views[t].ctypes.data + so, n, 0) for t in range(local.num_tensors)]
+            rdesc = [(remote.addrs[t] + do, n, 0) for t in range(remote.num_tensors)]
+            try:
+                s.prepped = rt.transport.prep(link.agent_name, ldesc, rdesc)
+            except Exception as exc:  # noqa: BLE001 - NIXL errors become the native failure status
+                raise self._native_error(a, LLMStatusCode.LLM_FAILED,
+                                         f"cannot prepare transfer descriptors: {type(exc).__name__}: {exc}") from None
+            s.nbytes = n
+        pairs = self._tensor_pairs(a, src_layer, dst_layer)
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def _transfer_seconds(self, a: PushArgs, link: Any, nbytes: int) -> float:
+        faults = self.engine.faults
+        if link.server_id in faults.dropped_peers:
+            return math.inf
+        return float(faults.send_delay_s)
+
+    def _interrupted(self, a: PushArgs, link: Any) -> LLMException | None:
+        if self.engine.stop_event.is_set():
+            return self._native_error(a, LLMStatusCode.LLM_FAILED, "local engine finalized during transfer")
+        if link.broken.is_set():
+            return self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "remote cluster went away")
+        s = self._session()
+        if s.remote is not None and link.is_revoked(s.remote.pin):
+            return self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
+                                      f"cache_id: {a.dst_cache_key.cache_id} was deallocated")
+        return None
+
+    def _await_transfer(self, a: PushArgs, link: Any, seconds: float) -> None:
+        """Wait ``seconds`` (injected delay; inf for a dropped link), at most llm.SyncKvCacheWaitTime."""
+        timeout = self._timeout_s()
+        end = time.monotonic() + min(seconds, timeout)
+        while True:
+            exc = self._interrupted(a, link)
+            if exc is not None:
+                raise exc
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            self.engine.stop_event.wait(min(left, 0.01))
+        if seconds > timeout:
+            raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT,
+                                     f"transfer did not complete within {timeout * 1000:.0f} ms")
+
+    def _transfer_layer(self, a: PushArgs, link: Any, remote: Any, pairs: Any) -> None:  # type: ignore[override]
+        rt = self.runtime
+        assert rt is not None
+        s = self._session()
+        local_idx, remote_idx = pairs
+        seconds = self._transfer_seconds(a, link, s.nbytes * len(local_idx))
+        if seconds > 0:
+            self._await_transfer(a, link, seconds)
+        exc = self._interrupted(a, link)
+        if exc is not None:
+            raise exc
+        timeout = self._timeout_s()
+        deadline = time.monotonic() + timeout
+        assert s.prepped is not None
+        notif = f"push:{s.push_id}:{remote.cache_id}:{remote_idx[0]}".encode()
+        try:
+            handle, state = rt.transport.post(s.prepped[0], local_idx, s.prepped[1], remote_idx, notif)
+            rt.transport.wait(handle, state, deadline, lambda: self._abort_in_flight(a, link))
+        except TransferTimeout:
+            raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT,
+                                     f"transfer did not complete within {timeout * 1000:.0f} ms") from None
+        except PeerDisconnected:
+            raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "remote cluster went away") from None
+        except TransferFailed as err:
+            status = LLMStatusCode.LLM_NOT_YET_LINK if link.broken.is_set() else LLMStatusCode.LLM_FAILED
+            raise self._native_error(a, status, f"transfer failed: {err}") from None
+        s.layers_done += 1
+
+    def _abort_in_flight(self, a: PushArgs, link: Any) -> LLMException | None:
+        """A write in flight is abandoned only when the peer is gone (a revoke waits for it, like the
+        reference's copy under the entry lock)."""
+        if link.broken.is_set():
+            return self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "remote cluster went away")
+        return None
+
+    # ---- deallocation: stop remote writers first ------------------------------------------------------
+    @contextlib.contextmanager
+    def _retiring(self, cache_id: int | None) -> Iterator[None]:
+        rt = self.runtime
+        if rt is None or cache_id is None:
+            yield
+            return
+        with rt.pins.retire(cache_id):
+            yield
+
+    def _owned_id(self, cache: Any) -> int | None:
+        return cache.cache_id if isinstance(cache, Cache) and self._owns(cache) else None
+
+    def deallocate_cache(self, cache: Cache) -> None:
+        """Free an allocated cache; a registered, unknown or already freed cache is a no-op."""
+        with self._retiring(self._owned_id(cache)):
+            super().deallocate_cache(cache)
+
+    def deallocate_blocks_cache(self, cache: Cache) -> None:
+        with self._retiring(self._owned_id(cache)):
+            super().deallocate_blocks_cache(cache)
+
+    def unregister_cache(self, cache_id: int) -> None:
+        """Forget a registered cache (its memory stays with its owner); an unknown id is a no-op."""
+        cid = cache_id if isinstance(cache_id, int) and not isinstance(cache_id, bool) else None
+        with self._retiring(cid):
+            super().unregister_cache(cache_id)

@@ -1,0 +1,303 @@
+"""The control plane between node processes: ``multiprocessing.connection`` on 127.0.0.1 with an authkey.
+
+Every node process listens on an ephemeral loopback port. ``link(client, server)`` makes the client connect
+to the server (:class:`PeerLink`); over that connection the client asks, the server answers:
+
+* ``("hello", req, client_cluster_id)`` -> ``(server_cluster_id, agent_metadata, generation)``: the link
+  handshake; the client loads the server's NIXL metadata (``add_remote_agent``).
+* ``("open", req, cache_id, timeout_s, known_generation)`` -> ``None`` (no such cache) or a dict describing
+  the destination cache (tensor addresses in the server's address space, stride, batch size, num_tensors,
+  placement, remote accessibility), a pin id and, when the client's metadata is older than the server's
+  registrations, fresh metadata. The pin keeps the cache from being freed under the push (see below).
+* ``("close", 0, pin)``: the push is over (no answer).
+
+and the server may send ``("revoke", pin)`` at any time: the pinned cache is being deallocated. The client
+stops posting (its next layer raises LLM_KV_CACHE_NOT_EXIST) and closes the pin; the server's deallocation
+waits for that close (bounded), so a freed cache is never written, whatever metadata the client holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Any
+
+LOOPBACK = "127.0.0.1"
+
+
+class PeerGone(Exception):
+    """The control connection to the peer is closed (the peer process died or the link was dropped)."""
+
+
+class PeerTimeout(Exception):
+    """The peer did not answer in time."""
+
+
+def shutdown_connection(conn: Connection) -> None:
+    """Wake up any thread blocked reading ``conn`` (closing the fd alone would not), then close it."""
+    try:
+        sock = socket.socket(fileno=conn.fileno())
+    except (OSError, ValueError):
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.detach()
+    with contextlib.suppress(OSError):
+        conn.close()
+
+
+def no_delay(conn: Connection) -> Connection:
+    """Small control messages go out at once (no Nagle: a close followed by an open must not wait 40 ms)."""
+    with contextlib.suppress(OSError, ValueError):
+        sock = socket.socket(fileno=conn.fileno())
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        finally:
+            sock.detach()
+    return conn
+
+
+# ---------------------------------------------------------------------------------------------- server
+
+
+class ServerConn:
+    """One accepted control connection (one linked client)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._send_lock = threading.Lock()
+        self.client_id: int | None = None
+
+    def send(self, msg: Any) -> bool:
+        try:
+            with self._send_lock:
+                self.conn.send(msg)
+            return True
+        except (OSError, EOFError, ValueError):
+            return False
+
+
+Handler = Callable[[ServerConn, str, tuple[Any, ...]], Any]
+
+
+class ControlServer:
+    """Listener on 127.0.0.1 (ephemeral port); one thread per accepted connection."""
+
+    def __init__(self, authkey: bytes, handler: Handler, on_close: Callable[[ServerConn], None]) -> None:
+        self._listener = Listener((LOOPBACK, 0), family="AF_INET", authkey=authkey)
+        self.address: tuple[str, int] = self._listener.address  # type: ignore[assignment]
+        self._handler = handler
+        self._on_close = on_close
+        self._closed = False
+        threading.Thread(target=self._accept_loop, name="control-accept", daemon=True).start()
+
+    def _accept_loop(self) -> None:
+        while not self._closed:
+            try:
+                conn = self._listener.accept()
+            except OSError:
+                if self._closed:
+                    return
+                continue
+            except Exception:  # noqa: BLE001 - a failed handshake (bad authkey) must not stop the server
+                continue
+            sc = ServerConn(no_delay(conn))
+            threading.Thread(target=self._serve, args=(sc,), name="control-conn", daemon=True).start()
+
+    def _serve(self, sc: ServerConn) -> None:
+        try:
+            while True:
+                try:
+                    msg = sc.conn.recv()
+                except (EOFError, OSError):
+                    return
+                op, req, *args = msg
+                try:
+                    reply = ("reply", req, "ok", self._handler(sc, op, tuple(args)))
+                except Exception as exc:  # noqa: BLE001 - errors go back to the asking peer
+                    reply = ("reply", req, "err", f"{type(exc).__name__}: {exc}")
+                if req:
+                    sc.send(reply)
+        finally:
+            self._on_close(sc)
+            with contextlib.suppress(OSError):
+                sc.conn.close()
+
+    def close(self) -> None:
+        self._closed = True
+        with contextlib.suppress(OSError):
+            self._listener.close()
+
+
+# ---------------------------------------------------------------------------------------------- pins
+
+
+@dataclass(eq=False)
+class Pin:
+    pin_id: int
+    cache_id: int
+    owner: ServerConn
+    timeout_s: float
+    released: threading.Event = field(default_factory=threading.Event)
+
+
+class PinTable:
+    """Destination caches that pushes are writing into; deallocation revokes and waits for them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._pins: dict[int, Pin] = {}
+        self._dying: set[int] = set()
+        self.wake = threading.Event()  # set when a pin is added: a push into this node is starting
+
+    @property
+    def active(self) -> bool:
+        return bool(self._pins)
+
+    def dying(self, cache_id: int) -> bool:
+        return cache_id in self._dying
+
+    def add(self, cache_id: int, owner: ServerConn, timeout_s: float) -> Pin:
+        """Call with ``lock`` held (together with the cache lookup)."""
+        pin = Pin(next(self._ids), cache_id, owner, timeout_s)
+        self._pins[pin.pin_id] = pin
+        self.wake.set()
+        return pin
+
+    def release(self, pin_id: int) -> None:
+        with self.lock:
+            pin = self._pins.pop(pin_id, None)
+        if pin is not None:
+            pin.released.set()
+
+    def release_owner(self, owner: ServerConn) -> None:
+        with self.lock:
+            pins = [p for p in self._pins.values() if p.owner is owner]
+            for p in pins:
+                del self._pins[p.pin_id]
+        for p in pins:
+            p.released.set()
+
+    @contextlib.contextmanager
+    def retire(self, cache_id: int, grace_s: float = 2.0) -> Iterator[None]:
+        """While the body frees ``cache_id``: no new pins on it, and every pusher has stopped writing."""
+        with self.lock:
+            self._dying.add(cache_id)
+            victims = [p for p in self._pins.values() if p.cache_id == cache_id]
+        try:
+            for p in victims:
+                if not p.owner.send(("revoke", p.pin_id)):
+                    self.release(p.pin_id)
+            for p in victims:
+                p.released.wait(p.timeout_s + grace_s)
+            yield
+        finally:
+            with self.lock:
+                self._dying.discard(cache_id)
+
+
+# ---------------------------------------------------------------------------------------------- client
+
+
+class _Waiter:
+    __slots__ = ("event", "status", "value")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.status = ""
+        self.value: Any = None
+
+
+class PeerLink:
+    """The client end of a link: requests with answers, fire-and-forget messages and revocations."""
+
+    def __init__(self, server_id: int, address: tuple[str, int], authkey: bytes) -> None:
+        if address[0] != LOOPBACK:
+            raise ValueError(f"control plane is loopback only, got {address[0]!r}")
+        self.server_id = server_id
+        self.agent_name = ""
+        self.conn: Connection = no_delay(Client((str(address[0]), int(address[1])), family="AF_INET", authkey=authkey))
+        self.broken = threading.Event()
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, _Waiter] = {}
+        self._revoked: set[int] = set()
+        threading.Thread(target=self._read_loop, name=f"peer-{server_id}", daemon=True).start()
+
+    def _read_loop(self) -> None:
+        try:
+            while True:
+                msg = self.conn.recv()
+                if msg[0] == "revoke":
+                    with self._lock:
+                        self._revoked.add(msg[1])
+                    continue
+                _, req, status, value = msg
+                with self._lock:
+                    w = self._waiting.pop(req, None)
+                if w is not None:
+                    w.status, w.value = status, value
+                    w.event.set()
+        except (EOFError, OSError, ValueError):
+            pass
+        finally:
+            self.broken.set()
+            with self._lock:
+                waiting, self._waiting = self._waiting, {}
+            for w in waiting.values():
+                w.status = "gone"
+                w.event.set()
+
+    def request(self, op: str, *args: Any, timeout: float) -> Any:
+        """Send and wait for the answer; PeerGone / PeerTimeout / RuntimeError (the server's error)."""
+        w = _Waiter()
+        req = next(self._ids)
+        with self._lock:
+            if self.broken.is_set():
+                raise PeerGone(f"link to cluster {self.server_id} is down")
+            self._waiting[req] = w
+        try:
+            with self._send_lock:
+                self.conn.send((op, req, *args))
+        except (OSError, ValueError) as exc:
+            with self._lock:
+                self._waiting.pop(req, None)
+            raise PeerGone(f"link to cluster {self.server_id} is down: {exc}") from None
+        if not w.event.wait(timeout):
+            with self._lock:
+                self._waiting.pop(req, None)
+            raise PeerTimeout(f"cluster {self.server_id} did not answer {op!r} within {timeout:.3f} s")
+        if w.status == "gone":
+            raise PeerGone(f"link to cluster {self.server_id} went down")
+        if w.status == "err":
+            raise RuntimeError(w.value)
+        return w.value
+
+    def send(self, op: str, *args: Any) -> None:
+        """Fire and forget (errors are ignored: a dead peer has nothing to release)."""
+        try:
+            with self._send_lock:
+                self.conn.send((op, 0, *args))
+        except (OSError, ValueError):
+            pass
+
+    def is_revoked(self, pin: int) -> bool:
+        return pin in self._revoked
+
+    def forget(self, pin: int) -> None:
+        with self._lock:
+            self._revoked.discard(pin)
+
+    def close(self) -> None:
+        shutdown_connection(self.conn)
+        self.broken.set()

@@ -1,0 +1,295 @@
+"""The node process: one reference LLMDataDist + :class:`MultiprocessCacheManager` + a NIXL agent.
+
+``node_main`` is the process entry point (multiprocessing spawn). It sets the NIXL/UCX environment, creates
+the agent and the control listener, reports ``("ready", address, pid)`` on the parent pipe and then serves
+requests from the parent, each in a worker thread (so a push running in one thread does not block a
+``read_tensor`` in another). It exits when the parent pipe closes, when the parent says ``exit``, or when the
+parent process is gone (watchdog): no node process outlives its cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..backend import ReferenceNode
+from ..enums import LLMRole, Placement
+from ..fabric import Fabric
+from ..llm_datadist import LLMDataDist
+from ..status import LLMStatusCode
+from .cache_manager import MultiprocessCacheManager
+from .control import ControlServer, PeerLink, PinTable, ServerConn
+from .transport import NixlTransport, apply_node_env
+from .wire import NodeCodec, encode_exception
+
+WATCHDOG_PERIOD_S = 0.5
+ACTIVE_POLL_S = 50e-6
+IDLE_POLL_S = 0.05
+
+
+class NodeRuntime:
+    """Everything a node process holds; ``dispatch`` serves the parent's requests."""
+
+    def __init__(self, authkey: bytes) -> None:
+        self.authkey = authkey
+        self.codec = NodeCodec(-1)
+        self.transport = NixlTransport(f"rimp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        self.pins = PinTable()
+        self.links: dict[int, PeerLink] = {}
+        self._links_lock = threading.Lock()
+        self.datadist: LLMDataDist | None = None
+        self.node: ReferenceNode | None = None
+        self.control = ControlServer(authkey, self._on_control, self.pins.release_owner)
+        threading.Thread(target=self._notif_loop, name="nixl-notifs", daemon=True).start()
+
+    # ---- parent requests ----------------------------------------------------------------------------
+    def dispatch(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        if op == "cm":
+            method, cargs, ckwargs = args
+            return getattr(self._datadist().cache_manager, method)(*cargs, **ckwargs)
+        if op == "node":
+            method, nargs = args
+            return self._node_call(method, nargs)
+        if op == "cm_attr":
+            return getattr(self._datadist().cache_manager, args[0])
+        if op == "init":
+            return self.init(*args)
+        if op == "link":
+            return int(self.link(*args))
+        if op == "unlink":
+            return int(self.unlink(*args))
+        if op == "bench_raw":
+            return self.bench_raw(*args)
+        if op == "stats":
+            return {"pid": os.getpid(), "agent": self.transport.name, "generation": self.transport.generation,
+                    "notifs": self.transport.notifs_received, "links": sorted(self.links)}
+        raise ValueError(f"unknown node request {op!r}")
+
+    def _datadist(self) -> LLMDataDist:
+        if self.datadist is None:
+            raise RuntimeError("node is not initialized")
+        return self.datadist
+
+    def init(self, role: int, cluster_id: int, options: dict[str, str], slot: int) -> bool:
+        fabric = Fabric()
+        for _ in range(slot):  # distinct simulated address ranges per node, as on one in-process fabric
+            fabric.new_slot()
+        datadist = LLMDataDist(LLMRole(role), cluster_id, fabric=fabric, cache_manager_cls=MultiprocessCacheManager)
+        datadist.init(dict(options))
+        self.codec.cluster_id = cluster_id
+        engine = datadist.engine
+        for pool in (engine.device_pool, engine.host_pool):
+            if pool is not None:
+                self.transport.register(pool.segment.data.ctypes.data, pool.segment.data.size)
+        enabled = True
+        try:
+            cm = datadist.cache_manager
+        except Exception:  # noqa: BLE001 - cache manager disabled by the options
+            enabled = False
+        else:
+            assert isinstance(cm, MultiprocessCacheManager)
+            cm.runtime = self
+        self.datadist = datadist
+        self.node = ReferenceNode(datadist)
+        return enabled
+
+    def _node_call(self, method: str, args: Sequence[Any]) -> Any:
+        node = self.node
+        if node is None:
+            raise RuntimeError("node is not initialized")
+        if method == "alloc_memory":
+            placement, nbytes = args
+            addr = node.alloc_memory(placement, nbytes)
+            space = node.engine.memory.space(Placement[placement])
+            seg = space.find(addr, int(nbytes))
+            assert seg is not None
+            self.transport.register(seg.data.ctypes.data, seg.data.size)
+            return addr
+        if method not in ("write_tensor", "read_tensor", "read_memory", "write_memory", "inject"):
+            raise AttributeError(f"node has no method {method!r}")
+        return getattr(node, method)(*args)
+
+    # ---- links (this node is the client) --------------------------------------------------------------
+    def link(self, server_id: int, address: tuple[str, int]) -> LLMStatusCode:
+        datadist = self._datadist()
+        if not datadist.engine.alive:
+            return LLMStatusCode.LLM_LINK_FAILED
+        with self._links_lock:
+            old = self.links.get(server_id)
+            if old is not None and not old.broken.is_set():
+                return LLMStatusCode.LLM_ALREADY_LINK
+            try:
+                peer = PeerLink(server_id, tuple(address), self.authkey)  # type: ignore[arg-type]
+                remote_id, metadata, generation, scratch = peer.request("hello", datadist.cluster_id, timeout=10.0)
+            except Exception:  # noqa: BLE001 - an unreachable peer is a failed link
+                return LLMStatusCode.LLM_LINK_FAILED
+            try:
+                if remote_id != server_id:
+                    raise RuntimeError(f"peer answered as cluster {remote_id}")
+                peer.agent_name = self.transport.load_peer(metadata, generation)
+                self.transport.warm_up(peer.agent_name, scratch)
+            except Exception:  # noqa: BLE001 - no data path: the link fails
+                peer.close()
+                return LLMStatusCode.LLM_LINK_FAILED
+            self.links[server_id] = peer
+            return LLMStatusCode.LLM_SUCCESS
+
+    def unlink(self, server_id: int) -> LLMStatusCode:
+        with self._links_lock:
+            peer = self.links.pop(server_id, None)
+        if peer is None:
+            return LLMStatusCode.LLM_NOT_YET_LINK
+        peer.close()
+        self.transport.drop_peer(peer.agent_name)
+        return LLMStatusCode.LLM_SUCCESS
+
+    # ---- benchmark baseline ---------------------------------------------------------------------------
+    def bench_raw(self, server_id: int, src: Any, dst_cache_id: int, tpl: int, repeats: int, per_layer: bool,
+                  notify: bool) -> list[float]:
+        """Raw NIXL WRITEs of batch 0 of every tensor of ``src`` into the remote cache (no push_cache checks):
+        one request with all descriptors, or (``per_layer``) one request of ``tpl`` descriptors per layer.
+        Returns the seconds of each repeat, measured in this process."""
+        peer = self.links[server_id]
+        entry = self._datadist().cache_manager.entry_of(src)
+        assert entry is not None
+        info = peer.request("open", dst_cache_id, 10.0, self.transport.peer_generation(peer.agent_name),
+                            timeout=10.0)
+        if info.get("metadata") is not None:
+            self.transport.load_peer(info["metadata"], info["generation"])
+        n = entry.stride
+        ldesc = [(v.ctypes.data, n, 0) for v in entry.views]
+        rdesc = [(a, n, 0) for a in info["addrs"][:len(ldesc)]]
+        handles = self.transport.prep(peer.agent_name, ldesc, rdesc)
+        groups = ([list(range(i, i + tpl)) for i in range(0, len(ldesc), tpl)] if per_layer
+                  else [list(range(len(ldesc)))])
+        notif = b"bench" if notify else b""
+        times = []
+        try:
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                for idx in groups:
+                    h, state = self.transport.post(handles[0], idx, handles[1], idx, notif)
+                    self.transport.wait(h, state, time.monotonic() + 30.0, lambda: None)
+                times.append(time.perf_counter() - t0)
+        finally:
+            self.transport.release_prep(handles)
+            peer.send("close", info["pin"])
+        return times
+
+    # ---- control requests (this node is the server) ----------------------------------------------------
+    def _on_control(self, sc: ServerConn, op: str, args: tuple[Any, ...]) -> Any:
+        if op == "hello":
+            sc.client_id = args[0]
+            metadata, generation = self.transport.metadata()
+            cluster_id = self.datadist.cluster_id if self.datadist else None
+            return cluster_id, metadata, generation, self.transport.scratch.ctypes.data
+        if op == "open":
+            return self._open(sc, *args)
+        if op == "close":
+            self.pins.release(args[0])
+            return None
+        raise ValueError(f"unknown control request {op!r}")
+
+    def _open(self, sc: ServerConn, cache_id: int, timeout_s: float, known_generation: int) -> dict[str, Any] | None:
+        datadist = self.datadist
+        if datadist is None or not datadist.is_initialized:
+            return None
+        engine = datadist.engine
+        with self.pins.lock:
+            # the reference's remote lookup: by id, or (cache_id <= 0) the key with req_id 0 and model_id 0
+            entry = engine.lookup(cache_id) if cache_id > 0 else engine.lookup_by_key(0, 0)
+            if entry is None or not entry.alive or self.pins.dying(entry.cache_id):
+                return None
+            pin = self.pins.add(entry.cache_id, sc, timeout_s).pin_id if entry.remote_accessible else 0
+            info: dict[str, Any] = {
+                "cache_id": entry.cache_id, "placement": int(entry.placement), "num_tensors": entry.num_tensors,
+                "shape": entry.shape, "tensor_nbytes": entry.tensor_nbytes, "batch_size": entry.batch_size,
+                "stride": entry.stride, "is_blocks": entry.is_blocks, "remote_accessible": entry.remote_accessible,
+                "addrs": [v.ctypes.data for v in entry.views], "pin": pin,
+            }
+        if known_generation != self.transport.generation:
+            info["metadata"], info["generation"] = self.transport.metadata()
+        return info
+
+    def _notif_loop(self) -> None:
+        """Progress for pushes into this node, and draining of their notifications (one per layer).
+
+        Agents run without NIXL's progress thread (it spins a core). A WRITE with a notification completes
+        at the sender only once the target's worker has progressed, so while a push holds a pin on one of
+        this node's caches the loop progresses every ~50 us; otherwise it idles (woken by the next pin).
+        """
+        while True:
+            if self.pins.active:
+                time.sleep(ACTIVE_POLL_S)
+            else:
+                self.pins.wake.wait(IDLE_POLL_S)
+                self.pins.wake.clear()
+            try:
+                self.transport.drain_notifs()
+            except Exception:  # noqa: BLE001 - keep draining
+                pass
+
+
+def _watchdog(parent_pid: int) -> None:
+    while True:
+        time.sleep(WATCHDOG_PERIOD_S)
+        if os.getppid() != parent_pid:
+            os._exit(0)
+
+
+def node_main(conn: Any, parent_pid: int, authkey: bytes) -> None:
+    """Process entry point (spawn)."""
+    apply_node_env()
+    threading.Thread(target=_watchdog, args=(parent_pid,), name="watchdog", daemon=True).start()
+    try:
+        rt = NodeRuntime(authkey)
+    except BaseException as exc:  # noqa: BLE001
+        try:
+            conn.send_bytes(pickle.dumps(("fail", encode_exception(exc, pickle.dumps))))
+        finally:
+            os._exit(1)
+    conn.send_bytes(pickle.dumps(("ready", rt.control.address, os.getpid())))
+    send_lock = threading.Lock()
+    codec = rt.codec
+
+    def reply(msg: Any) -> None:
+        try:
+            data = codec.dumps(msg)
+        except Exception as exc:  # noqa: BLE001 - an unpicklable result becomes an error
+            data = codec.dumps((msg[0], "err", encode_exception(exc, codec.dumps), []))
+        with send_lock:
+            conn.send_bytes(data)
+
+    def serve(req: int, op: str, args: Any, kwargs: Any, seen: list[Any]) -> None:
+        try:
+            result = rt.dispatch(op, args, kwargs)
+        except BaseException as exc:  # noqa: BLE001 - every error goes back to the parent
+            msg: Any = (req, "err", encode_exception(exc, codec.dumps), seen)
+        else:
+            msg = (req, "ok", result, seen)
+        try:
+            reply(msg)
+        except (OSError, EOFError):
+            os._exit(0)
+
+    pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="node-req")
+    while True:
+        try:
+            data = conn.recv_bytes()
+        except (EOFError, OSError):
+            break
+        try:
+            (req, op, args, kwargs), seen = codec.loads(data)
+        except Exception as exc:  # noqa: BLE001 - the request id is unknown: answer request 0
+            reply((0, "err", encode_exception(exc, codec.dumps), []))
+            continue
+        if op == "exit":
+            break
+        pool.submit(serve, req, op, args, kwargs, seen)
+    os._exit(0)
