@@ -31,7 +31,17 @@ def certify(args: Sequence[str]) -> int:
 
     # test IDs are always "conformance_tests/suite/test_<family>.py::...", wherever the kit is installed
     root = Path(conformance_tests.__file__).resolve().parent.parent
-    return int(pytest.main([*CERTIFY_ARGS, f"--rootdir={root}", *args]))
+    return int(pytest.main([*CERTIFY_ARGS, f"--rootdir={root}", *args, *_explore_seed(args)]))
+
+
+def _explore_seed(args: Sequence[str]) -> list[str]:
+    """An explore run without --hypothesis-seed gets a random one, so the report records how to replay it."""
+    import secrets
+
+    explore = any(a == "explore" or a == "--hypothesis-profile=explore" for a in args) and any(
+        a.startswith("--hypothesis-profile") for a in args)
+    seeded = any(a.startswith("--hypothesis-seed") for a in args)
+    return [f"--hypothesis-seed={secrets.randbelow(2**32)}"] if explore and not seeded else []
 
 
 def _delegate(module: str, args: Sequence[str]) -> int:

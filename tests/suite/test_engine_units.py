@@ -174,3 +174,12 @@ def test_signature_problems_are_specific():
     problems = signature_problems(inspect.signature(push_cache), entry)
     assert any("size defaults to -2" in p for p in problems)
     assert any("**kwargs is present" in p for p in problems)
+
+
+def test_explore_runs_get_a_recorded_seed():
+    from conformance_tests.__main__ import _explore_seed
+
+    (arg,) = _explore_seed(["--hypothesis-profile", "explore"])
+    assert arg.startswith("--hypothesis-seed=") and int(arg.split("=")[1]) >= 0
+    assert _explore_seed(["--hypothesis-profile=explore", "--hypothesis-seed=7"]) == []
+    assert _explore_seed(["--hypothesis-profile", "certify"]) == [] and _explore_seed([]) == []
