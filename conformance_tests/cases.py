@@ -137,6 +137,26 @@ def run_case(
         outcome = world.push(call, bound=bound)
         check = Check(world, call, clause.id, case.name)
         check_outcome(check, outcome, clause, expect)
+        if clause.family in ("timeout", "config") and "raises" in expect and outcome.exc is not None:
+            _check_raised_in_time(check, outcome, scenario, call, world)
+
+
+#: scheduling slack allowed on top of sync_kv_timeout per layer before a timeout counts as late
+TIMEOUT_SLACK_S = 2.0
+
+
+def _check_raised_in_time(check: Check, outcome: Any, scenario: Mapping[str, Any], call: Any, world: World) -> None:
+    """A timeout must come about when the timeout expires: at most one sync_kv_timeout per layer, plus slack."""
+    __tracebackhide__ = True
+    from .harness import plan_transfer
+
+    plan = plan_transfer(call, world.src) if world.src is not None else None
+    layers = max(1, len(plan.src_layers)) if plan is not None else 1
+    limit = layers * sync_timeout_s(scenario) + TIMEOUT_SLACK_S
+    if outcome.seconds > limit:
+        check.fail(f"push_cache raised only after {outcome.seconds:.2f}s; with sync_kv_timeout "
+                   f"{sync_timeout_s(scenario) * 1000:.0f} ms and {layers} layer(s) it should raise within "
+                   f"{limit:.1f}s")
 
 
 def check_outcome(check: Check, outcome: Any, clause: Any, expect: Mapping[str, Any]) -> None:
@@ -152,9 +172,9 @@ def check_outcome(check: Check, outcome: Any, clause: Any, expect: Mapping[str, 
         api = check.world.api
         status = getattr(outcome.exc, "status_code", None)
         members = list(api.LLMStatusCode)
-        if status is None or status not in members:
+        if status is None or status not in members or status == api.LLMStatusCode.LLM_SUCCESS:
             check.fail(
-                f"LLMException.status_code is {status!r}, not a member of node.api.LLMStatusCode",
+                f"LLMException.status_code is {status!r}: not a member of node.api.LLMStatusCode other than LLM_SUCCESS",
                 [describe_exception(outcome.exc)] if outcome.exc else [],
             )
         return

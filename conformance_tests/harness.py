@@ -683,10 +683,10 @@ def expected_destination(
     for s_layer, d_layer in zip(plan.src_layers, plan.dst_layers, strict=False):
         for j in range(plan.tnpl):
             s, d = s_layer * plan.tnpl + j, d_layer * plan.tnpl + j
-            if not (0 <= s < len(src_data) and 0 <= d < len(out)):
-                continue
+            if not (0 <= s < len(src_data) and 0 <= d < len(out)) or src_stride > dst_stride:
+                continue  # outside either cache, or a source entry that does not fit the destination entry
             s0, d0 = plan.src_batch * src_stride, plan.dst_batch * dst_stride
-            if s0 + src_stride > src_data[s].size or d0 + src_stride > out[d].size:
+            if s0 + src_stride > src_data[s].size or d0 + dst_stride > out[d].size:
                 continue
             out[d][d0 : d0 + src_stride] = src_data[s][s0 : s0 + src_stride]
     return out
@@ -748,6 +748,10 @@ def envelope_violations(
 def exception_class(name: str, api: Any) -> Any:
     cls = getattr(api, name, None)
     if isinstance(cls, type) and issubclass(cls, BaseException):
+        if name == "LLMException" and (issubclass(TypeError, cls) or issubclass(ValueError, cls)):
+            # otherwise "raises LLMException" would accept a TypeError or ValueError
+            raise HarnessError(f"node.api.LLMException is {cls.__name__}, a base class of TypeError/ValueError; "
+                               "the adapter must expose the backend's own LLMException class")
         return cls
     cls = getattr(builtins, name, None)
     if isinstance(cls, type) and issubclass(cls, BaseException):
@@ -864,6 +868,9 @@ class Check:
         self.world.expectation = (self.call, expect, self.clause_id)
         if outcome.hung:
             self.fail(f"push_cache {outcome.describe()}; expected {describe_expect(expect)}")
+        if outcome.phase == "args":
+            self.fail(f"building the call's arguments through node.api {outcome.describe()}; the call under test "
+                      "never ran, so the clause cannot be judged", _traceback_hint(outcome))
         if "raises" in expect:
             err = self._raises_error(outcome, expect)
             if err:

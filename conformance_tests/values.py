@@ -137,9 +137,6 @@ def materialise(obj: Any) -> Any:
 
 def decode(v: Any, ctx: DecodeContext) -> Value:
     """Decode one spec value (see the architecture doc) into a :class:`Value`."""
-    if isinstance(v, str) and _SYMBOL.match(v):  # L, T, B with +k / -k stand for numbers
-        n = symbol(v, ctx)
-        return Value(n, str(n))
     if v is None or isinstance(v, (bool, int, float, str)):
         return Value(v, repr(v))
     if isinstance(v, list):  # a bare YAML list is passed as a list

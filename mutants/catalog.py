@@ -233,18 +233,6 @@ class no_dst_batch_check(CacheManager):
         return None
 
 
-@mutant("allows device<->host pushes without the device memory pool",
-        ("push_cache.restriction.device_pool.*",))
-class no_device_pool_check(CacheManager):
-    def _check_restrictions(self, a, local, remote):  # type: ignore[no-untyped-def]
-        enabled = self._enabled_mem_pool
-        try:
-            self._enabled_mem_pool = True
-            super()._check_restrictions(a, local, remote)
-        finally:
-            self._enabled_mem_pool = enabled
-
-
 # ---------------------------------------------------------------- links, status codes, timeouts
 @mutant("returns LLM_FAILED instead of LLM_NOT_YET_LINK for a missing link",
         ("push_cache.remote.not_linked.status", "push_cache.order.native_checks"))

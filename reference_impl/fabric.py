@@ -27,10 +27,13 @@ class LinkParams:
         return self.latency_s + nbytes / self.bandwidth
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Link:
     client: NodeEngine
     server: NodeEngine
+    #: the server's cache ids as synced at the first transfer over this link (None before it), as the vendor
+    #: does: caches the server adds later stay invisible until re-link; removed ones fail the live lookup
+    table: frozenset[int] | None = None
 
 
 class Fabric:

@@ -185,8 +185,16 @@ class PushCacheMixin:
             return server.lookup(cache_id)
         return server.lookup_by_key(0, 0)
 
+    def _visible_over(self, link: Link, remote: CacheEntry) -> bool:
+        """Whether the link's remote cache table (synced at the first transfer over it) holds this cache."""
+        if link.table is None:
+            link.table = frozenset(link.server.caches)
+        return remote.cache_id in link.table
+
     def _resolve_remote_cache(self, a: PushArgs, link: Link) -> CacheEntry:
         remote = self._lookup_remote_cache(a, link.server)
+        if remote is not None and not self._visible_over(link, remote):
+            remote = None
         if remote is None:
             raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
                                      f"cache_id: {a.dst_cache_key.cache_id} does not exist")

@@ -6,10 +6,11 @@ from typing import Any
 
 
 def to_badge(report: dict[str, Any]) -> dict[str, Any]:
-    certified = bool(report["verdict"]["certified"])
+    verdict = report["verdict"]
+    certified, partial = bool(verdict["certified"]), bool(verdict.get("unchecked"))
     return {
         "schemaVersion": 1,
         "label": "push_cache",
-        "message": "certified" if certified else "not certified",
-        "color": "brightgreen" if certified else "red",
+        "message": verdict["label"].lower(),
+        "color": ("yellowgreen" if partial else "brightgreen") if certified else "red",
     }

@@ -11,6 +11,7 @@ from .model import (
     BLOCKING_LEVELS,
     CLAUSE_OUTCOMES,
     LEVELS,
+    PARTIAL_LABEL,
     SCHEMA_VERSION,
     TEST_OUTCOMES,
     VERDICT_LABELS,
@@ -167,9 +168,12 @@ def compute_verdict(tests: list[dict[str, Any]], clauses: list[dict[str, Any]]) 
     )
     # A run that checked no clause at all certifies nothing.
     certified = bool(clauses) and not blocking and not blocking_tests
+    # must clauses none of whose tests ran (a capability the backend does not declare, or skipped)
+    unchecked = [c["id"] for c in clauses if c["level"] == "must" and c["outcome"] in ("not_supported", "skipped")]
     return {
         "certified": certified,
-        "label": VERDICT_LABELS[certified],
+        "label": PARTIAL_LABEL if certified and unchecked else VERDICT_LABELS[certified],
+        "unchecked": unchecked,
         "blocking": blocking,
         "blocking_tests": blocking_tests,
         "compatibility": compatibility,

@@ -111,6 +111,10 @@ def to_markdown(report: dict[str, Any]) -> str:
         lines.append("None.")
     if verdict.get("blocking_tests"):
         lines += ["", f"Blocking tests: {len(verdict['blocking_tests'])} (listed under Failures)."]
+    if verdict.get("unchecked"):
+        lines += ["", "## Must clauses not checked", "",
+                  "None of their tests ran (a capability the backend does not declare, or skipped):", ""]
+        lines += [f"- {_code(cid)}" for cid in verdict["unchecked"]]
     tests = report["tests"]
     lines += _failure_section(
         "Failures",

@@ -38,3 +38,5 @@ BLOCKING_LEVELS = frozenset({"must", "may"})
 EXPECTED = ("pass", "xfail", "skip")
 
 VERDICT_LABELS = {True: "CERTIFIED", False: "NOT CERTIFIED"}
+#: the label of a certified run in which some must clauses could not be checked (capability not declared)
+PARTIAL_LABEL = "CERTIFIED (PARTIAL)"

@@ -69,6 +69,9 @@ def _size_params() -> list:
     members = (session.current().spec.types.get("DataType") or {}).get("members") or {}
     for clause in clauses("types", by_data("element_size")):
         for name, info in members.items():
+            # DT_STRING's 16 bytes are the vendor's override: checked by the should clause that names it
+            if (name == "DT_STRING") != clause.id.endswith(".string_size"):
+                continue
             if isinstance(info, dict) and isinstance(info.get("size"), int):
                 out.append(pytest.param(clause, name, info["size"], id=f"{clause.id}-{name}",
                                         marks=pytest.mark.clause(clause.id)))
@@ -83,6 +86,8 @@ def test_element_size(clause, data_type, size):
     if "DEVICE" not in (ctx.caps.get("placements") or ["DEVICE"]):
         desc["placement"] = ctx.caps["placements"][0]
     with opened(scenario_for(ctx.spec, clause), clause.id, minimal=True) as world:
+        if not hasattr(world.api.DataType, data_type):
+            pytest.skip(f"not supported: node.api.DataType has no {data_type}")
         try:
             info = world.make_cache("c", world.local, "local", desc)
             got = np.asarray(world.local.read_tensor(info.cache, 0)).size

@@ -87,10 +87,20 @@ def open_pair(backend: ReferenceBackend | None = None, **overrides: str | None) 
     return cluster
 
 
+def relink(cluster: ReferenceCluster, client: int = 1, server: int = 2) -> None:
+    """Re-establish client -> server so the next push syncs the server's cache table afresh.
+
+    A link syncs the remote cache table once, at its first transfer: caches the remote allocates or registers
+    after that are invisible over the link (LLM_KV_CACHE_NOT_EXIST) until it is re-established.
+    """
+    cluster.unlink(client, server)
+    cluster.link(client, server)
+
+
 @pytest.fixture(scope="session")
 def h() -> Any:
     """Helper functions (test modules cannot import conftest under --import-mode=importlib)."""
     from types import SimpleNamespace
 
     return SimpleNamespace(pool=pool, node_options=node_options, fill_random=fill_random, snapshot=snapshot,
-                           open_pair=open_pair, TIMEOUT_MS=TIMEOUT_MS)
+                           open_pair=open_pair, relink=relink, TIMEOUT_MS=TIMEOUT_MS)

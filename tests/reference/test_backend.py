@@ -185,9 +185,12 @@ def test_deallocated_write_mutant(make_cluster: Any, h: Any) -> None:
     a, b = _mutant_pair(make_cluster, h, WritesDeallocated)
     d = CacheDesc(2, [1, 8], DataType.DT_INT8)
     src = a.cache_manager.allocate_cache(d)
-    h.fill_random(a, src)
     dst = b.cache_manager.allocate_cache(d)
+    key = CacheKeyByIdAndIndex(2, dst.cache_id)
+    a.cache_manager.push_cache(key, src)  # first push, all zeros: the link's synced table now holds dst
+    h.fill_random(a, src)
     b.cache_manager.deallocate_cache(dst)
     reuse = b.cache_manager.allocate_cache(d)
-    a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, 1), src)  # the reference would raise KV_CACHE_NOT_EXIST
+    assert not b.read_tensor(reuse, 0).any()
+    a.cache_manager.push_cache(key, src)  # the reference would raise KV_CACHE_NOT_EXIST
     assert b.read_tensor(reuse, 0).any()  # the reference raises LLM_KV_CACHE_NOT_EXIST (test_push_remote)

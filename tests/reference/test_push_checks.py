@@ -246,10 +246,12 @@ def test_first_failing_check_reports(env: SimpleNamespace, c: dict[str, Any]) ->
     (2, None), (1, None), (5, None), (-1, ValueError), (0, LLMException), (3, LLMException), (2.0, TypeError),
     ("x", TypeError),
 ])
-def test_vendor_tensor_number_case(env: SimpleNamespace, tnpl: Any, exc: type[Exception] | None) -> None:
+def test_vendor_tensor_number_case(env: SimpleNamespace, h: Any, tnpl: Any,
+                                   exc: type[Exception] | None) -> None:
     d10 = CacheDesc(10, [2, 4], DataType.DT_INT8)
     src = env.a.cache_manager.allocate_cache(d10)
     dst = env.b.cache_manager.allocate_cache(d10)
+    h.relink(env.cluster)  # dst was allocated after earlier pushes over the module's link
     try:
         args = (CacheKeyByIdAndIndex(2, dst.cache_id, 0), src, 0, range(0, 1), range(0, 1), -1, tnpl)
         if exc is None:

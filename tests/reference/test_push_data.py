@@ -62,8 +62,13 @@ def expected_after(src: list[np.ndarray], dst: list[np.ndarray], src_stride: int
 
 @pytest.fixture(scope="module")
 def env(h: Any) -> Iterator[SimpleNamespace]:
+    """One linked pair for the module; call ``env.relink()`` after creating destination caches on node 2.
+
+    The link syncs node 2's cache table at its first push only, so later destinations need a fresh link.
+    """
     cluster = h.open_pair()
-    yield SimpleNamespace(cluster=cluster, a=cluster.node(1), b=cluster.node(2))
+    yield SimpleNamespace(cluster=cluster, a=cluster.node(1), b=cluster.node(2),
+                          relink=lambda: h.relink(cluster))
     cluster.close()
 
 
@@ -106,6 +111,7 @@ def test_push_moves_exactly_the_slice(env: SimpleNamespace, sc: dict[str, Any]) 
     ddesc = CacheDesc(sc["dst_layers"] * tnpl, dst_shape, sc["dtype"], sc["dst_place"])
     src = Registered(env.a, sdesc, fill=None, seed=sc["sb"])
     dst = Registered(env.b, ddesc)
+    env.relink()
     src_stride, dst_stride = sdesc.size // src_shape[0], ddesc.size // dst_shape[0]
     assert src_stride <= dst_stride
     src_before, dst_before = src.region_bytes(), dst.region_bytes()
@@ -125,6 +131,7 @@ def test_default_push_all_layers_pool_caches(env: SimpleNamespace, h: Any) -> No
     d = CacheDesc(6, [3, 5], DataType.DT_FLOAT)
     src = env.a.cache_manager.allocate_cache(d)
     dst = env.b.cache_manager.allocate_cache(d)
+    env.relink()
     data = h.fill_random(env.a, src, seed=3)
     env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache_id, 2), src, 1)
     for t in range(6):
@@ -135,6 +142,7 @@ def test_default_push_all_layers_pool_caches(env: SimpleNamespace, h: Any) -> No
 def test_smaller_source_stride_writes_prefix_only(env: SimpleNamespace) -> None:
     src = Registered(env.a, CacheDesc(2, [2, 4], DataType.DT_INT8), fill=7)
     dst = Registered(env.b, CacheDesc(2, [2, 10], DataType.DT_INT8))
+    env.relink()
     env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache.cache_id, 1), src.cache, 1)
     region = dst.region_bytes()[1]
     assert region[GUARD + 10:GUARD + 14].tolist() == [7] * 4
@@ -144,6 +152,7 @@ def test_smaller_source_stride_writes_prefix_only(env: SimpleNamespace) -> None:
 def test_larger_source_stride_rejected_before_any_byte(env: SimpleNamespace) -> None:
     src = Registered(env.a, CacheDesc(4, [2, 16], DataType.DT_INT8), fill=7)
     dst = Registered(env.b, CacheDesc(4, [2, 8], DataType.DT_INT8))
+    env.relink()
     before = dst.region_bytes()
     with pytest.raises(LLMException) as info:
         env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache.cache_id, 1), src.cache)
@@ -154,6 +163,7 @@ def test_larger_source_stride_rejected_before_any_byte(env: SimpleNamespace) -> 
 def test_different_ranges_map_src_i_to_dst_i(env: SimpleNamespace) -> None:
     src = Registered(env.a, CacheDesc(6, [1, 4], DataType.DT_INT8), fill=None)
     dst = Registered(env.b, CacheDesc(6, [1, 4], DataType.DT_INT8))
+    env.relink()
     s_before = src.region_bytes()
     env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache.cache_id), src.cache, 0, range(0, 2),
                                    range(1, 3))
@@ -168,6 +178,7 @@ def test_partial_push_keeps_earlier_layers(env: SimpleNamespace) -> None:
     """Layers before a failing layer stay written (no rollback); later ones are not written."""
     src = Registered(env.a, CacheDesc(8, [1, 4], DataType.DT_INT8), fill=3)
     dst = Registered(env.b, CacheDesc(4, [1, 4], DataType.DT_INT8))  # only 2 layers
+    env.relink()
     with pytest.raises(LLMException, match="layer index") as info:
         env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache.cache_id), src.cache, 0, range(0, 4),
                                        range(0, 4))
@@ -179,6 +190,7 @@ def test_partial_push_keeps_earlier_layers(env: SimpleNamespace) -> None:
 def test_src_range_past_local_layers_fails_at_that_layer(env: SimpleNamespace) -> None:
     src = Registered(env.a, CacheDesc(4, [1, 4], DataType.DT_INT8), fill=3)
     dst = Registered(env.b, CacheDesc(8, [1, 4], DataType.DT_INT8))
+    env.relink()
     with pytest.raises(LLMException) as info:
         env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache.cache_id), src.cache, 0, range(1, 3),
                                        range(1, 3))
@@ -195,6 +207,7 @@ def test_cache_id_zero_uses_key_fallback(env: SimpleNamespace, h: Any) -> None:
         env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, 0), src)
     assert info.value.status_code == S.LLM_KV_CACHE_NOT_EXIST
     dst = env.b.cache_manager.allocate_cache(d, [CacheKey(2, 0, 0)])
+    env.relink()
     env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, 0, 1), src)
     assert np.array_equal(env.b.read_tensor(dst, 1)[4:], env.a.read_tensor(src, 1)[:4])
     env.b.cache_manager.deallocate_cache(dst)

@@ -100,12 +100,23 @@ class TestUnknownCaches:
         b.cache_manager.unregister_cache(reg.cache_id)
         assert push_status(a, CacheKeyByIdAndIndex(2, reg.cache_id), src) == S.LLM_KV_CACHE_NOT_EXIST
 
-    def test_remote_registered_after_link_is_visible(self, pair: Any) -> None:
+    def test_remote_table_synced_at_first_push(self, pair: Any) -> None:
+        """The link syncs the remote table at its first push; later caches need a re-link (vendor)."""
         a, b = pair.node(1), pair.node(2)
         src = a.cache_manager.allocate_cache(desc())
-        a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, b.cache_manager.allocate_cache(desc()).cache_id), src)
-        late = b.cache_manager.allocate_cache(desc())
-        a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, late.cache_id), src)
+        a.write_tensor(src, 0, np.arange(16, dtype=np.uint8))
+        addr = b.alloc_memory("DEVICE", 64)  # registered after the link, before its first push: visible
+        reg = b.cache_manager.register_cache(desc(shape=[2, 2]), [addr, addr + 16, addr + 32, addr + 48])
+        a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, reg.cache_id),
+                                   a.cache_manager.allocate_cache(desc(shape=[2, 2])))
+        late = b.cache_manager.allocate_cache(desc())  # after the first push: not in the synced table
+        late_key = CacheKeyByIdAndIndex(2, late.cache_id)
+        assert push_status(a, late_key, src) == S.LLM_KV_CACHE_NOT_EXIST
+        assert not any(b.read_tensor(late, t).any() for t in range(4))
+        pair.unlink(1, 2)
+        pair.link(1, 2)  # a fresh link syncs the table again at its first push
+        a.cache_manager.push_cache(late_key, src)
+        assert b.read_tensor(late, 0).tolist() == list(range(8)) + [0] * 8
 
     def test_deallocated_or_foreign_source(self, pair: Any) -> None:
         a, b = pair.node(1), pair.node(2)
@@ -182,8 +193,8 @@ class TestRestrictions:
         a, b = pair.node(1), pair.node(2)
         src = a.cache_manager.allocate_cache(desc(H))
         blocks = b.cache_manager.allocate_blocks_cache(desc(D))
+        host_blocks = b.cache_manager.allocate_blocks_cache(desc(H))  # before the first push syncs the table
         assert push_status(a, CacheKeyByIdAndIndex(2, blocks.cache_id), src) == S.LLM_PARAM_INVALID
-        host_blocks = b.cache_manager.allocate_blocks_cache(desc(H))
         a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, host_blocks.cache_id), src)  # H -> H blocks is fine
         assert push_status(a, CacheKeyByIdAndIndex(2, host_blocks.cache_id, 1), src) == S.LLM_PARAM_INVALID
 

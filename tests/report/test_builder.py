@@ -94,6 +94,7 @@ def test_all_passing_certified(passing_report):
     assert verdict == {
         "certified": True,
         "label": "CERTIFIED",
+        "unchecked": [],
         "blocking": [],
         "blocking_tests": [],
         "compatibility": 1.0,
@@ -107,6 +108,9 @@ def test_should_failures_and_not_supported_do_not_block(kit):
     report = kit.make_report(rows)
     assert report["verdict"]["certified"] is True
     assert report["verdict"]["compatibility"] == pytest.approx(2 / 3)
+    # a must clause none of whose tests ran is listed, and the label says the certification is partial
+    assert report["verdict"]["label"] == "CERTIFIED (PARTIAL)"
+    assert report["verdict"]["unchecked"] == [kit.CLAUSES[4]["id"]]
 
 
 @pytest.mark.parametrize(

@@ -111,7 +111,8 @@ def test_value_language():
     ctx = _ctx()
     assert decode({"range": [0, "L+1"]}, ctx).obj == range(0, 3)
     assert decode({"range": [1, "T", 2]}, ctx).code == "range(1, 4, 2)"
-    assert decode("B", ctx).obj == 3 and decode("T+1", ctx).obj == 5 and decode("x", ctx).obj == "x"
+    assert decode({"symbol": "B"}, ctx).obj == 3 and decode({"symbol": "T+1"}, ctx).obj == 5
+    assert decode("B", ctx).obj == "B" and decode("x", ctx).obj == "x"  # a plain string is passed as it is
     assert decode({"tuple": [1]}, ctx).code == "(1,)" and decode({"list": [1, {"range": [0, 1]}]}, ctx).obj == [
         1, range(0, 1)]
     assert type(decode({"object": {}}, ctx).obj) is object
