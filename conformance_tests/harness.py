@@ -278,19 +278,22 @@ class World:
 
     def desc_code(self, node_name: str, desc: Mapping[str, Any]) -> str:
         napi = "api" if node_name == "local" else f"{node_name}.api"
+        extra = f", batch_dim_index={int(desc['batch_dim_index'])}" if "batch_dim_index" in desc else ""
         return (
             f"{napi}.CacheDesc({int(desc['num_tensors'])}, {[int(d) for d in desc['shape']]!r}, "
-            f"{napi}.DataType.{desc['data_type']}, {napi}.Placement.{desc['placement']})"
+            f"{napi}.DataType.{desc['data_type']}, {napi}.Placement.{desc['placement']}{extra})"
         )
 
     def cache_desc(self, node: Any, desc: Mapping[str, Any]) -> Any:
         api = node.api
         try:
+            extra = {"batch_dim_index": int(desc["batch_dim_index"])} if "batch_dim_index" in desc else {}
             return api.CacheDesc(
                 int(desc["num_tensors"]),
                 [int(d) for d in desc["shape"]],
                 getattr(api.DataType, str(desc["data_type"])),
                 getattr(api.Placement, str(desc["placement"])),
+                **extra,
             )
         except Exception as exc:
             raise HarnessError(f"CacheDesc({dict(desc)!r}) failed: {describe_exception(exc)}") from exc
