@@ -75,6 +75,9 @@ class ServerConn:
         self.conn = conn
         self._send_lock = threading.Lock()
         self.client_id: int | None = None
+        #: this node's cache ids as of the client's first push over the link (None before it), as the vendor syncs
+        #: the remote table once per link: caches added later stay invisible to this client until it re-links
+        self.table: frozenset[int] | None = None
 
     def send(self, msg: Any) -> bool:
         try:

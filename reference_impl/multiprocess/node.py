@@ -204,7 +204,9 @@ class NodeRuntime:
         with self.pins.lock:
             # the reference's remote lookup: by id, or (cache_id <= 0) the key with req_id 0 and model_id 0
             entry = engine.lookup(cache_id) if cache_id > 0 else engine.lookup_by_key(0, 0)
-            if entry is None or not entry.alive or self.pins.dying(entry.cache_id):
+            if sc.table is None:
+                sc.table = frozenset(engine.caches)
+            if entry is None or not entry.alive or self.pins.dying(entry.cache_id) or entry.cache_id not in sc.table:
                 return None
             pin = self.pins.add(entry.cache_id, sc, timeout_s).pin_id if entry.remote_accessible else 0
             info: dict[str, Any] = {

@@ -100,6 +100,13 @@ def guarded_cache(node: Any, desc: Any) -> tuple[Any, list[int]]:
     return node.cache_manager.register_cache(desc, addrs, remote_accessible=True), addrs
 
 
+def relink(cluster: Any, client: int = 1, server: int = 2) -> None:
+    """Re-establish a link: the remote cache table is synced at the first push over a link (vendor behaviour),
+    so caches the server created after an earlier push are only visible over a fresh link."""
+    cluster.unlink(client, server)
+    cluster.link(client, server)
+
+
 def guards_intact(node: Any, addrs: list[int], nbytes: int) -> bool:
     for a in addrs:
         for where in (a - GUARD_BYTES, a + nbytes):
@@ -132,6 +139,6 @@ def h() -> SimpleNamespace:
     """Helpers (the tests run with --import-mode=importlib, so they cannot import this module)."""
     return SimpleNamespace(
         fill_random=fill_random, fill_sentinel=fill_sentinel, snapshot=snapshot, guarded_cache=guarded_cache,
-        guards_intact=guards_intact, process_gone=process_gone, specs=specs, TIMEOUT_MS=TIMEOUT_MS,
+        guards_intact=guards_intact, process_gone=process_gone, relink=relink, specs=specs, TIMEOUT_MS=TIMEOUT_MS,
         SENTINEL=SENTINEL, GUARD_BYTES=GUARD_BYTES,
     )

@@ -117,6 +117,7 @@ def test_segment_allocated_after_link_is_reachable(cluster: Any, h: Any) -> None
     data = h.fill_random(local, src, seed=3)
     for _ in range(2):
         dst, addrs = h.guarded_cache(remote, _desc(api))
+        h.relink(cluster)
         local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
         stride = src.cache_desc.size // 4
         for t, got in enumerate(h.snapshot(remote, dst)):
@@ -162,6 +163,7 @@ def test_remote_errors_write_nothing(cluster: Any, h: Any, case: str) -> None:
         key = api.CacheKeyByIdAndIndex(2, dst.cache_id, 4)
     elif case == "dst_layer_out_of_range":
         kwargs = {"src_layer_range": range(0, 1), "dst_layer_range": range(2, 3)}
+    h.relink(cluster)
     with pytest.raises(api.LLMException) as info:
         local.cache_manager.push_cache(key, src, **kwargs)
     assert info.value.status_code == want, info.value
@@ -184,6 +186,7 @@ def test_threads_push_concurrently(cluster: Any, h: Any) -> None:
         data = h.fill_random(local, src, seed=100 + seed)
         dst = remote.cache_manager.allocate_cache(_desc(api))
         jobs.append((src, data, dst))
+    h.relink(cluster)
     errors: list[BaseException] = []
 
     def run(src: Any, dst: Any) -> None:
@@ -202,3 +205,23 @@ def test_threads_push_concurrently(cluster: Any, h: Any) -> None:
     for _src, data, dst in jobs:
         for t, got in enumerate(h.snapshot(remote, dst)):
             assert np.array_equal(got, data[t])
+
+
+def test_remote_table_synced_at_first_push(cluster: Any, h: Any) -> None:
+    """As in-process (and as the vendor): a cache the remote allocates after the first push over a link is
+    invisible until re-link, and is not written meanwhile."""
+    local, remote = cluster.node(1), cluster.node(2)
+    api = local.api
+    src = local.cache_manager.allocate_cache(_desc(api))
+    h.fill_random(local, src, seed=5)
+    first = remote.cache_manager.allocate_cache(_desc(api))
+    h.relink(cluster)
+    local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, first.cache_id, 0), src)
+    late = remote.cache_manager.allocate_cache(_desc(api))
+    h.fill_sentinel(remote, late)
+    with pytest.raises(api.LLMException) as info:
+        local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, late.cache_id, 0), src)
+    assert info.value.status_code == api.LLMStatusCode.LLM_KV_CACHE_NOT_EXIST
+    assert all((t == h.SENTINEL).all() for t in h.snapshot(remote, late))
+    h.relink(cluster)
+    local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, late.cache_id, 0), src)
