@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.node_helpers import fill_random, relink, snapshot
+
 SKIP_REASON = ("NIXL is not installed (pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1); "
                "the multi-process backend needs it")
 
@@ -66,14 +68,6 @@ def process_gone(pid: int) -> bool:
         return True
 
 
-def fill_random(node: Any, cache: Any, seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for t in range(cache.cache_desc.num_tensors):
-        data = rng.integers(0, 256, cache.cache_desc.size, dtype=np.uint8)
-        node.write_tensor(cache, t, data)
-        out.append(data)
-    return out
 
 
 def fill_sentinel(node: Any, cache: Any) -> list[np.ndarray]:
@@ -85,8 +79,6 @@ def fill_sentinel(node: Any, cache: Any) -> list[np.ndarray]:
     return out
 
 
-def snapshot(node: Any, cache: Any) -> list[np.ndarray]:
-    return [node.read_tensor(cache, t) for t in range(cache.cache_desc.num_tensors)]
 
 
 def guarded_cache(node: Any, desc: Any) -> tuple[Any, list[int]]:
@@ -100,11 +92,6 @@ def guarded_cache(node: Any, desc: Any) -> tuple[Any, list[int]]:
     return node.cache_manager.register_cache(desc, addrs, remote_accessible=True), addrs
 
 
-def relink(cluster: Any, client: int = 1, server: int = 2) -> None:
-    """Re-establish a link: the remote cache table is synced at the first push over a link (vendor behaviour),
-    so caches the server created after an earlier push are only visible over a fresh link."""
-    cluster.unlink(client, server)
-    cluster.link(client, server)
 
 
 def guards_intact(node: Any, addrs: list[int], nbytes: int) -> bool:

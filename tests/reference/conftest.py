@@ -6,10 +6,10 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
 import pytest
 
 from reference_impl.backend import ReferenceBackend, ReferenceCluster
+from tests.node_helpers import fill_random, relink, snapshot
 
 TIMEOUT_MS = 200
 
@@ -62,19 +62,8 @@ def pair(make_cluster: ClusterFactory) -> ReferenceCluster:
     return make_cluster()
 
 
-def fill_random(node: Any, cache: Any, seed: int = 0) -> list[np.ndarray]:
-    """Write random bytes into every tensor of ``cache``; returns what was written."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for t in range(cache.cache_desc.num_tensors):
-        data = rng.integers(0, 256, cache.cache_desc.size, dtype=np.uint8)
-        node.write_tensor(cache, t, data)
-        out.append(data)
-    return out
 
 
-def snapshot(node: Any, cache: Any) -> list[np.ndarray]:
-    return [node.read_tensor(cache, t) for t in range(cache.cache_desc.num_tensors)]
 
 
 def open_pair(backend: ReferenceBackend | None = None, **overrides: str | None) -> ReferenceCluster:
@@ -87,14 +76,6 @@ def open_pair(backend: ReferenceBackend | None = None, **overrides: str | None) 
     return cluster
 
 
-def relink(cluster: ReferenceCluster, client: int = 1, server: int = 2) -> None:
-    """Re-establish client -> server so the next push syncs the server's cache table afresh.
-
-    A link syncs the remote cache table once, at its first transfer: caches the remote allocates or registers
-    after that are invisible over the link (LLM_KV_CACHE_NOT_EXIST) until it is re-established.
-    """
-    cluster.unlink(client, server)
-    cluster.link(client, server)
 
 
 @pytest.fixture(scope="session")
