@@ -12,9 +12,15 @@ from conformance_tests.harness import Check, scenario_for
 
 @pytest.mark.parametrize("clause", clause_params("applicability", lambda c: True))
 def test_product(clause):
-    """On any product the backend declares, push_cache either works exactly or refuses with LLMException."""
+    """A backend on a product the documentation marks unsupported is outside what can be certified; on any
+    other product (or an emulator) push_cache either works exactly or refuses with LLMException."""
     ctx = session.current()
     product = ctx.caps.get("product")
+    table = (ctx.spec.types.get("products") or {})
+    unsupported = {str(p).lower() for p in table.get("unsupported", [])}
+    assert str(product).lower() not in unsupported, (
+        f"clause {clause.id}: the backend declares product {product!r}, which the push_cache applicability "
+        f"table marks unsupported ({', '.join(table.get('unsupported', []))})")
     with opened(scenario_for(ctx.spec, clause), clause.id) as world:
         call = world.call({})
         outcome = world.push(call, bound=per_call_bound())
