@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from .cache import Cache
 from .cache_desc import CacheDesc
@@ -66,20 +67,14 @@ class CacheManager(PushCacheMixin):
         check_isinstance("cache_keys", cache_keys, [list, tuple], CacheKey)
         raise_if_false(cache_desc.num_tensors > 0, "num_tensors ({0}) should be > 0.", cache_desc.num_tensors)
         self._check_pool_for(cache_desc)
-        entry = self.engine.add_cache(
-            placement=cache_desc.placement, num_tensors=cache_desc.num_tensors, shape=cache_desc.shape,
-            itemsize=cache_desc.data_type.itemsize, is_blocks=False, is_registered=False, remote_accessible=True,
-            cache_keys=[self._key_tuple(k) for k in cache_keys or ()])
-        return self._new_cache(cache_desc, entry)
+        return self._add(cache_desc, is_blocks=False, is_registered=False, remote_accessible=True,
+                         cache_keys=[self._key_tuple(k) for k in cache_keys or ()])
 
     def deallocate_cache(self, cache: Cache) -> None:
         """Free an allocated cache; a registered, unknown or already freed cache is a no-op."""
         check_isinstance("cache", cache, [Cache], allow_none=False)
         raise_if_true(cache.is_blocks_cache, "param check failed, cache can not be blocks cache.")
-        if self._owns(cache):
-            self.engine.remove_cache(cache.cache_id, registered=False)
-        cache._tensor_addrs = []
-        cache._valid = False
+        self._release(cache)
 
     def register_cache(self, cache_desc: CacheDesc, addrs: list[int],
                        cache_keys: list[CacheKey] | tuple[CacheKey, ...] = (),
@@ -91,12 +86,9 @@ class CacheManager(PushCacheMixin):
         raise_if_true(self._is_call_linked and bool(remote_accessible),
                       "you can not register remote accessible cache after link.")
         self._check_addrs(cache_desc, addrs)
-        entry = self.engine.add_cache(
-            placement=cache_desc.placement, num_tensors=cache_desc.num_tensors, shape=cache_desc.shape,
-            itemsize=cache_desc.data_type.itemsize, is_blocks=False, is_registered=True,
-            remote_accessible=self._default_remote_accessible(cache_desc, remote_accessible),
-            tensor_addrs=addrs, cache_keys=[self._key_tuple(k) for k in cache_keys or ()])
-        return self._new_cache(cache_desc, entry)
+        return self._add(cache_desc, is_blocks=False, is_registered=True,
+                         remote_accessible=self._default_remote_accessible(cache_desc, remote_accessible),
+                         tensor_addrs=addrs, cache_keys=[self._key_tuple(k) for k in cache_keys or ()])
 
     def unregister_cache(self, cache_id: int) -> None:
         """Forget a registered cache (its memory stays with its owner); an unknown id is a no-op."""
@@ -112,10 +104,7 @@ class CacheManager(PushCacheMixin):
         check_isinstance("blocks_cache_key", blocks_cache_key, [BlocksCacheKey])
         raise_if_false(cache_desc.num_tensors > 0, "num_tensors ({0}) should be > 0.", cache_desc.num_tensors)
         self._check_pool_for(cache_desc)
-        entry = self.engine.add_cache(
-            placement=cache_desc.placement, num_tensors=cache_desc.num_tensors, shape=cache_desc.shape,
-            itemsize=cache_desc.data_type.itemsize, is_blocks=True, is_registered=False, remote_accessible=True)
-        return self._new_cache(cache_desc, entry)
+        return self._add(cache_desc, is_blocks=True, is_registered=False, remote_accessible=True)
 
     def register_blocks_cache(self, cache_desc: CacheDesc, addrs: list[int],
                               blocks_cache_key: BlocksCacheKey | None = None,
@@ -127,15 +116,24 @@ class CacheManager(PushCacheMixin):
         raise_if_true(self._is_call_linked and bool(remote_accessible),
                       "you can not register remote accessible cache after link.")
         self._check_addrs(cache_desc, addrs)
-        entry = self.engine.add_cache(
-            placement=cache_desc.placement, num_tensors=cache_desc.num_tensors, shape=cache_desc.shape,
-            itemsize=cache_desc.data_type.itemsize, is_blocks=True, is_registered=True,
-            remote_accessible=self._default_remote_accessible(cache_desc, remote_accessible), tensor_addrs=addrs)
-        return self._new_cache(cache_desc, entry)
+        return self._add(cache_desc, is_blocks=True, is_registered=True,
+                         remote_accessible=self._default_remote_accessible(cache_desc, remote_accessible),
+                         tensor_addrs=addrs)
 
     def deallocate_blocks_cache(self, cache: Cache) -> None:
         check_isinstance("cache", cache, [Cache], allow_none=False)
         raise_if_false(cache.is_blocks_cache, "param check failed, cache must be blocks cache.")
+        self._release(cache)
+
+    # ---- shared steps -------------------------------------------------------------------------------
+    def _add(self, cache_desc: CacheDesc, **entry: Any) -> Cache:
+        """Enter a cache described by ``cache_desc`` in the engine's table and hand out its Cache."""
+        added = self.engine.add_cache(placement=cache_desc.placement, num_tensors=cache_desc.num_tensors,
+                                      shape=cache_desc.shape, itemsize=cache_desc.data_type.itemsize, **entry)
+        return self._new_cache(cache_desc, added)
+
+    def _release(self, cache: Cache) -> None:
+        """Free an owned, allocated cache (else nothing) and invalidate the Cache object."""
         if self._owns(cache):
             self.engine.remove_cache(cache.cache_id, registered=False)
         cache._tensor_addrs = []
