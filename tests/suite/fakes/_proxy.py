@@ -61,3 +61,11 @@ class ProxyBackend:
 
     def open_cluster(self, node_specs: Any) -> Any:
         return self.cluster_cls(reference.open_cluster(node_specs))
+
+
+def backend_with(name: str, cache_manager_cls: type) -> ProxyBackend:
+    """A proxy backend whose nodes wrap their cache managers in ``cache_manager_cls``."""
+    node_cls = type(f"{cache_manager_cls.__name__}Node", (ProxyNode,), {"cache_manager_cls": cache_manager_cls})
+    cluster_cls = type(f"{cache_manager_cls.__name__}Cluster", (ProxyCluster,), {"node_cls": node_cls})
+    backend_cls = type(f"{cache_manager_cls.__name__}Backend", (ProxyBackend,), {"cluster_cls": cluster_cls})
+    return backend_cls(name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from _proxy import ProxyBackend, ProxyCacheManager, ProxyCluster, ProxyNode
+from _proxy import ProxyCacheManager, backend_with
 
 _FOREVER = threading.Event()
 
@@ -23,16 +23,4 @@ class HangingCacheManager(ProxyCacheManager):
                                   size, tensor_num_per_layer)
 
 
-class HangingNode(ProxyNode):
-    cache_manager_cls = HangingCacheManager
-
-
-class HangingCluster(ProxyCluster):
-    node_cls = HangingNode
-
-
-class HangingBackend(ProxyBackend):
-    cluster_cls = HangingCluster
-
-
-backend = HangingBackend("fake-hang")
+backend = backend_with("fake-hang", HangingCacheManager)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _proxy import ProxyBackend, ProxyCacheManager, ProxyCluster, ProxyNode
+from _proxy import ProxyCacheManager, backend_with
 
 
 class IgnoringCacheManager(ProxyCacheManager):
@@ -14,16 +14,4 @@ class IgnoringCacheManager(ProxyCacheManager):
                                   size, tensor_num_per_layer)
 
 
-class IgnoringNode(ProxyNode):
-    cache_manager_cls = IgnoringCacheManager
-
-
-class IgnoringCluster(ProxyCluster):
-    node_cls = IgnoringNode
-
-
-class IgnoringBackend(ProxyBackend):
-    cluster_cls = IgnoringCluster
-
-
-backend = IgnoringBackend("fake-ignore-batch")
+backend = backend_with("fake-ignore-batch", IgnoringCacheManager)
