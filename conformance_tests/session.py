@@ -48,8 +48,21 @@ class Recorder:
         self.world, self.label = None, ""
 
 
+@dataclass
+class Counters:
+    """What the suite did to the backend in this run (the report and the terminal summary show it)."""
+
+    push_calls: int = 0  # push_cache calls made by the harness
+    layouts: set[str] = field(default_factory=set)  # distinct cache layouts (src/dst descs and placements) drawn
+
+    def reset(self) -> None:
+        self.push_calls = 0
+        self.layouts.clear()
+
+
 CURRENT: RunContext | None = None
 RECORDER = Recorder()
+COUNTERS = Counters()
 
 
 def newest_release(spec: Any, declared: Any = None) -> str:

@@ -97,6 +97,7 @@ class Case:
     scenario: dict[str, Any]
     expect: dict[str, Any] | None
     note: str | None
+    steps: tuple[str, ...] = ()  # run after the scenario is built, before the call under test
 
     def __hash__(self) -> int:  # the dict fields are not hashable; equal cases share name and note
         return hash((Case, self.name, self.note))
@@ -117,6 +118,8 @@ class Clause:
     scenario: dict[str, Any]
     cases: tuple[Case, ...]
     expect: dict[str, Any]
+    procedure: dict[str, Any] = dataclasses.field(default_factory=lambda: {"name": "call"})
+    generate: dict[str, Any] | None = None  # invalid inputs generated from the clause's restriction
 
     def __hash__(self) -> int:  # equal clauses share their id
         return hash((Clause, self.id, self.level))
@@ -158,6 +161,11 @@ class Spec:
         ids = [c.id for c in self.clauses]
         scope = f" for release {self.release}" if self.release else ""
         raise KeyError(f"no clause {id!r} in {self.path}{scope}{_suggest(id, ids)}")
+
+    @property
+    def generation(self) -> dict[str, Any]:
+        """Bounds for the layouts property tests draw (the spec's ``generation`` section; empty if absent)."""
+        return dict(self.raw.get("generation") or {})
 
     def release_index(self, release: str) -> int:
         try:
@@ -208,7 +216,7 @@ def describe_expect(expect: Mapping[str, Any] | None) -> str:
     if expect.get("outcome") == "any_of":
         return "any of: " + " | ".join(describe_expect(e) for e in expect.get("allowed", ()))
     if expect.get("outcome") == "success":
-        return f"success ({expect['data']})" if expect.get("data") else "success"
+        return f"success ({expect['post']})" if expect.get("post") else "success"
     return str(expect.get("outcome", "?"))
 
 
@@ -580,6 +588,7 @@ def _inherit(raw_clauses: list[dict[str, Any]]) -> list[dict[str, Any]]:
             requires = list(parent.get("requires") or ())
             requires += [r for r in clause.get("requires") or () if r not in requires]
             result["requires"] = requires
+            result.setdefault("procedure", parent.get("procedure"))
         done[clause["id"]] = result
         return result
 
@@ -609,6 +618,7 @@ def _build_clause(c: dict[str, Any]) -> Clause:
             scenario=k.get("scenario") or {},
             expect=k.get("expect"),
             note=k.get("note"),
+            steps=tuple(k.get("steps") or ()),
         )
         for k in c.get("cases") or ()
     )
@@ -626,4 +636,6 @@ def _build_clause(c: dict[str, Any]) -> Clause:
         scenario=c.get("scenario") or {},
         cases=cases,
         expect=c["expect"],
+        procedure=dict(c.get("procedure") or {"name": "call"}),
+        generate=c.get("generate"),
     )

@@ -1,81 +1,194 @@
-"""Hypothesis strategies for data-integrity properties: random cache layouts and push arguments."""
+"""Hypothesis strategies for layouts drawn from the spec: its DataType table, its transfer table and its
+``generation`` bounds (ranks, batch sizes, layers, tensor counts, bytes).  Nothing about the data model is
+listed here; a clause of level X draws only the placement pairs the spec gives level X (or stricter).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import strategies as st
 
-DTYPES = ("DT_FLOAT16", "DT_BF16", "DT_INT8", "DT_FLOAT", "DT_INT32", "DT_UINT8")
+LEVEL_RANK = {"must": 0, "should": 1, "may": 2}
+
+
+class GenerationError(Exception):
+    """The spec lacks what generation needs (no generation bounds, no documented data types...)."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One cache of a drawn layout."""
+
+    num_tensors: int
+    shape: tuple[int, ...]
+    data_type: str
+    placement: str
+    register: bool
+
+    def desc(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"num_tensors": self.num_tensors, "shape": list(self.shape),
+                               "data_type": self.data_type, "placement": self.placement}
+        if self.register:
+            out["register"] = True
+        return out
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Source and destination caches (same layer structure) and one push into them."""
+    """Source and destination caches and one push into them (arguments in the spec's value language)."""
 
-    layers: int
+    src: Side
+    dst: Side
     tnpl: int
-    src_batch: int
-    dst_batch: int
-    inner: tuple[int, ...]  # shape after the batch dimension (the same on both sides)
-    data_type: str
-    src_placement: str
-    dst_placement: str
     src_batch_index: int
     dst_batch_index: int
-    layer_range: tuple[int, int] | None  # same range on both sides (the documented restriction); None = all
-    seed: int
-
-    @property
-    def num_tensors(self) -> int:
-        return self.layers * self.tnpl
+    src_range: tuple[int, ...] | None  # (start, stop[, step]); None = the default (all layers)
+    dst_range: tuple[int, ...] | None
+    size: int = -1
+    seed: int = 0
+    notes: tuple[str, ...] = field(default=())
 
     def scenario_override(self) -> dict[str, Any]:
-        def desc(batch: int, placement: str) -> dict[str, Any]:
-            return {"num_tensors": self.num_tensors, "shape": [batch, *self.inner],
-                    "data_type": self.data_type, "placement": placement}
+        return {"src": self.src.desc(), "dst": self.dst.desc(), "link": True}
 
-        return {"src": desc(self.src_batch, self.src_placement), "dst": desc(self.dst_batch, self.dst_placement),
-                "link": True}
-
-    def args(self) -> dict[str, Any]:
-        rng = None if self.layer_range is None else {"range": list(self.layer_range)}
-        return {
+    def args(self, params: Sequence[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "dst_cache_key": {"key": "CacheKeyByIdAndIndex", "cluster": "remote", "cache": "dst",
                               "batch": self.dst_batch_index},
             "src_batch_index": self.src_batch_index,
-            "src_layer_range": rng,
-            "dst_layer_range": rng,
-            "size": -1,
+            "src_layer_range": None if self.src_range is None else {"range": list(self.src_range)},
+            "dst_layer_range": None if self.dst_range is None else {"range": list(self.dst_range)},
+            "size": self.size,
             "tensor_num_per_layer": self.tnpl,
         }
+        return {k: v for k, v in out.items() if k == "dst_cache_key" or k in params}
+
+    def __str__(self) -> str:
+        def side(s: Side) -> str:
+            return f"{s.num_tensors}x{list(s.shape)} {s.data_type} {s.placement}{' reg' if s.register else ''}"
+
+        rng = "" if self.src_range is None and self.dst_range is None else f" ranges {self.src_range}->{self.dst_range}"
+        note = f" [{'; '.join(self.notes)}]" if self.notes else ""
+        return (f"src {side(self.src)} b{self.src_batch_index} -> dst {side(self.dst)} b{self.dst_batch_index}, "
+                f"tnpl {self.tnpl}{rng}, size {self.size}{note}")
+
+    def with_(self, **kw: Any) -> Layout:
+        return replace(self, **kw)
+
+
+@dataclass(frozen=True)
+class Domain:
+    """What the spec allows a drawn layout to be."""
+
+    data_types: tuple[str, ...]
+    itemsize: Mapping[str, int]
+    transfers: tuple[tuple[str, str], ...]
+    rank: tuple[int, int]
+    batch: tuple[int, int]
+    layers: tuple[int, int]
+    tensors: tuple[int, int]
+    tensor_bytes: tuple[int, int]
+    can_register: bool
+    has_tnpl: bool  # the release has tensor_num_per_layer (else one layer is two tensors)
+
+
+def _bounds(gen: Mapping[str, Any], name: str, default: tuple[int, int] | None = None) -> tuple[int, int]:
+    b = gen.get(name)
+    if b is None:
+        if default is None:
+            raise GenerationError(f"the spec's generation section has no {name} bounds")
+        return default
+    return int(b["min"]), int(b["max"])
+
+
+def domain(spec: Any, level: str, caps: Mapping[str, Any], params: Sequence[str]) -> Domain:
+    """The drawing domain for a clause of ``level`` on a backend with ``caps``."""
+    gen = getattr(spec, "generation", None) or {}
+    if not gen:
+        raise GenerationError("the spec has no generation section (bounds for drawn layouts)")
+    members = ((spec.types.get("DataType") or {}).get("members") or {})
+    dtypes = {n: int(m["size"]) for n, m in members.items()
+              if isinstance(m, Mapping) and isinstance(m.get("size"), int) and m.get("size_source") != "vendor"}
+    if not dtypes:
+        raise GenerationError("the spec's DataType table has no member with a documented size")
+    declared = set(caps.get("placements") or ["DEVICE"])
+    pairs = ((spec.types.get("transfers") or {}).get("pairs") or [])
+    transfers = tuple((p["src"], p["dst"]) for p in pairs
+                      if LEVEL_RANK.get(p.get("level", "must"), 0) <= LEVEL_RANK[level]
+                      and p["src"] in declared and p["dst"] in declared)
+    if not transfers:
+        transfers = (("DEVICE", "DEVICE"),) if "DEVICE" in declared else ((sorted(declared)[0],) * 2,)  # type: ignore[assignment]
+    lay = _bounds(gen, "layers")
+    return Domain(tuple(dtypes), dtypes, transfers, _bounds(gen, "rank"), _bounds(gen, "batch"), lay,
+                  _bounds(gen, "tensors", (lay[0], lay[1] * 2)), _bounds(gen, "tensor_bytes"),
+                  bool(caps.get("raw_memory")) and bool(caps.get("register_cache")),
+                  "tensor_num_per_layer" in params)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 @st.composite
-def layouts(
-    draw: Any,
-    placements: Sequence[str] = ("DEVICE",),
-    dtypes: Sequence[str] = DTYPES,
-    max_layers: int = 16,
-    tnpl_range: tuple[int, int] = (1, 4),
-) -> Layout:
-    layers = draw(st.integers(1, max_layers), label="layers")
-    tnpl = draw(st.integers(*tnpl_range), label="tensor_num_per_layer")
-    src_batch = draw(st.integers(1, 4), label="src batch size")
-    dst_batch = draw(st.integers(1, 4), label="dst batch size")
-    inner = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=2), label="inner shape"))
-    data_type = draw(st.sampled_from(list(dtypes)), label="data_type")
-    src_placement = draw(st.sampled_from(list(placements)), label="src placement")
-    dst_placement = draw(st.sampled_from(list(placements)), label="dst placement")
-    src_bi = draw(st.integers(0, src_batch - 1), label="src_batch_index")
-    dst_bi = draw(st.integers(0, dst_batch - 1), label="dst batch_index")
-    layer_range = None
+def inner_shape(draw: Any, dom: Domain, batch: int, itemsize: int) -> tuple[int, ...]:
+    """Dimensions after the batch one, within the byte bound (a rank-1 shape has none)."""
+    rank = draw(st.integers(*dom.rank), label="rank")
+    dims = [draw(st.integers(1, 6), label="dim") for _ in range(rank - 1)]
+    budget = max(1, dom.tensor_bytes[1] // (batch * itemsize))
+    while dims and math.prod(dims) > budget:
+        dims[dims.index(max(dims))] = max(1, max(dims) // 2)
+    return tuple(dims)
+
+
+def reshape(draw: Any, dims: tuple[int, ...], dom: Domain) -> tuple[int, ...]:
+    """The same number of elements in another shape (the destination need not have the source's shape)."""
+    n = math.prod(dims)
+    how = draw(st.sampled_from(["same", "flat", "split"]), label="dst inner shape")
+    if how == "flat" and dims:
+        return (n,)
+    if how == "split" and n > 1:
+        d = draw(st.sampled_from([d for d in divisors(n) if d > 1]), label="split")
+        return (d, n // d) if dom.rank[1] >= 3 else (n,)
+    return dims
+
+
+@st.composite
+def layouts(draw: Any, dom: Domain, *, data_type: str | None = None, transfer: tuple[str, str] | None = None,
+            dst_register: bool | None = None, min_tensors: int = 1, same_tensors: bool = False) -> Layout:
+    """A valid push: every documented data type, ranks, batch sizes and batch indices anywhere in range, source and
+    destination with their own batch counts and memory kind, every divisor of the tensor count as
+    tensor_num_per_layer, the default or an explicit layer range (the same on both sides, as documented)."""
+    dtype = data_type or draw(st.sampled_from(dom.data_types), label="data_type")
+    itemsize = dom.itemsize[dtype]
+    src_p, dst_p = transfer or draw(st.sampled_from(dom.transfers), label="transfer")
+    if dom.has_tnpl:
+        lo = max(dom.tensors[0], min_tensors)
+        total = draw(st.integers(lo, max(lo, dom.tensors[1])), label="num_tensors")
+        tnpls = [d for d in divisors(total) if dom.layers[0] <= total // d <= dom.layers[1]] or [total]
+        tnpl = draw(st.sampled_from(tnpls), label="tensor_num_per_layer")
+    else:
+        tnpl = 2
+        # releases without tensor_num_per_layer: one layer is two tensors; a rule that needs n tensors gets n layers
+        total = 2 * draw(st.integers(max(dom.layers[0], min_tensors), dom.layers[1]), label="layers")
+    layers = total // tnpl
+    src_batch = draw(st.integers(*dom.batch), label="src batch")
+    dst_batch = draw(st.integers(*dom.batch), label="dst batch")
+    inner = draw(inner_shape(dom, max(src_batch, dst_batch), itemsize))
+    dst_inner = reshape(draw, inner, dom)
+    extra_layers = 0 if same_tensors else draw(st.sampled_from([0, 0, 1, 2]), label="extra dst layers")
+    dst_total = total + extra_layers * tnpl
+    reg = (lambda what: draw(st.booleans(), label=f"{what} registered") if dom.can_register else False)
+    src = Side(total, (src_batch, *inner), dtype, src_p, reg("src"))
+    dst = Side(dst_total, (dst_batch, *dst_inner), dtype, dst_p,
+               dom.can_register and dst_register if dst_register is not None else reg("dst"))
+    rng: tuple[int, ...] | None = None
     if draw(st.booleans(), label="explicit layer range"):
         start = draw(st.integers(0, layers - 1), label="range start")
-        stop = draw(st.integers(start + 1, layers), label="range stop")
-        layer_range = (start, stop)
-    seed = draw(st.integers(0, 2**16), label="data seed")
-    return Layout(layers, tnpl, src_batch, dst_batch, inner, data_type, src_placement, dst_placement,
-                  src_bi, dst_bi, layer_range, seed)
+        rng = (start, draw(st.integers(start + 1, layers), label="range stop"))
+    return Layout(src, dst, tnpl, draw(st.integers(0, src_batch - 1), label="src_batch_index"),
+                  draw(st.integers(0, dst_batch - 1), label="dst batch_index"), rng, rng,
+                  seed=draw(st.integers(0, 2**16), label="data seed"))

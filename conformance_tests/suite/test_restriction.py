@@ -1,13 +1,5 @@
 """Family `restriction`: documented restrictions and layer-range rules (data-driven from the spec's cases)."""
 
-from __future__ import annotations
+from conformance_tests.generate import family_test
 
-import pytest
-
-from conformance_tests.cases import run_case
-from conformance_tests.generate import case_params
-
-
-@pytest.mark.parametrize(("clause", "case"), case_params("restriction"))
-def test_case(clause, case):
-    run_case(clause, case)
+test_clause = family_test("restriction")

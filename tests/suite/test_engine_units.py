@@ -13,7 +13,9 @@ import pytest
 
 from conformance_tests.backend import BackendError, capability_supported, resolve_backend
 from conformance_tests.expectations import ExpectationsError, load_expectations
-from conformance_tests.harness import CacheInfo, Transfer, deep_merge, diff_tensors, expected_destination
+from conformance_tests.oracle import CacheLayout, Transfer, expected_destination
+from conformance_tests.oracle import diff as diff_tensors
+from conformance_tests.testbed import deep_merge
 from conformance_tests.values import DecodeContext, Value, decode, materialise
 
 PKG = Path(__file__).resolve().parents[2] / "conformance_tests"
@@ -125,22 +127,19 @@ def test_value_language():
         materialise(bad.obj)  # a key constructor error happens when the call is made, not at decode time
 
 
-def _info(name, num_tensors, batch, stride):
-    return CacheInfo(name, None, num_tensors, [batch, stride], "DT_INT8", "DEVICE", batch * stride, stride, batch)
-
-
 def test_expected_destination_model():
     src = [np.full(8, 10 + i, dtype=np.uint8) for i in range(4)]  # 4 tensors, batch 2, stride 4
     for i, t in enumerate(src):
         t[4:] = 100 + i  # batch 1 differs from batch 0
     before = [np.zeros(12, dtype=np.uint8) for _ in range(4)]  # batch 3, stride 4
-    plan = Transfer(src_layers=[1], dst_layers=[1], tnpl=2, src_batch=1, dst_batch=2)
-    out = expected_destination(src, before, plan, src_stride=4, dst_stride=4)
+    src_layout, dst_layout = CacheLayout(4, (2, 4), 1), CacheLayout(4, (3, 4), 1)
+    plan = Transfer(src_layers=(1,), dst_layers=(1,), tnpl=2, src_batch=1, dst_batch=2)
+    out = expected_destination(src, before, plan, src_layout, dst_layout)
     assert [bytes(t).hex() for t in out[:2]] == ["00" * 12] * 2
     assert list(out[2][8:]) == [102] * 4 and list(out[3][8:]) == [103] * 4 and not out[2][:8].any()
     # out-of-range pairs move nothing
-    plan = Transfer(src_layers=[0, 5], dst_layers=[0, 5], tnpl=2, src_batch=0, dst_batch=0)
-    out = expected_destination(src, before, plan, src_stride=4, dst_stride=4)
+    plan = Transfer(src_layers=(0, 5), dst_layers=(0, 5), tnpl=2, src_batch=0, dst_batch=0)
+    out = expected_destination(src, before, plan, src_layout, dst_layout)
     assert list(out[0][:4]) == [10] * 4 and not out[2].any()
 
 
@@ -161,7 +160,7 @@ def test_deep_merge_keeps_siblings_and_removes_nothing():
 
 
 def test_signature_problems_are_specific():
-    from conformance_tests.cases import signature_problems
+    from conformance_tests.signatures import signature_problems
 
     def push_cache(dst_cache_key, src_cache, src_batch_index=0, size=-2, **kwargs):  # noqa: ARG001
         return None

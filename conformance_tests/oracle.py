@@ -1,0 +1,163 @@
+"""The expected bytes: what a push_cache call moves, computed from the call and the cache layouts alone.
+
+Pure functions over numpy arrays; nothing here talks to a backend.  The rule is the spec's
+``types.layout`` text: layer L covers tensors [L*N, (L+1)*N); for each i, layer src_layer_range[i] goes to
+dst_layer_range[i]; per tensor, one source batch entry (``stride`` bytes at src_batch_index*stride) lands at
+the destination batch entry (dst batch_index * destination stride).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class OracleError(Exception):
+    """The spec lacks a fact the oracle needs (for example a DataType without a size)."""
+
+
+def element_size(data_type: str, types: Mapping[str, object]) -> int:
+    """Bytes per element of ``data_type``, read from the spec's ``types.DataType`` table."""
+    members = ((types.get("DataType") or {}).get("members") or {})  # type: ignore[union-attr]
+    entry = members.get(data_type)
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("size"), int):
+        raise OracleError(f"the spec's DataType table gives no size for {data_type!r}")
+    return int(entry["size"])
+
+
+@dataclass(frozen=True)
+class CacheLayout:
+    """The memory layout of one contiguous cache: what the oracle needs to know about it."""
+
+    num_tensors: int
+    shape: tuple[int, ...]
+    itemsize: int
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one tensor."""
+        return math.prod(self.shape) * self.itemsize
+
+    @property
+    def batch(self) -> int:
+        """Batch entries: shape[0] (the native layer ignores batch_dim_index)."""
+        return self.shape[0] if self.shape else 1
+
+    @property
+    def stride(self) -> int:
+        """Bytes of one batch entry of one tensor."""
+        return self.nbytes // self.batch if self.batch else 0
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """The (src layer, dst layer) pairs and batch entries a call targets."""
+
+    src_layers: tuple[int, ...]
+    dst_layers: tuple[int, ...]
+    tnpl: int
+    src_batch: int
+    dst_batch: int
+
+    def tensor_pairs(self) -> list[tuple[int, int]]:
+        """(source tensor, destination tensor) for every targeted layer pair, K,V,... in order."""
+        return [(s * self.tnpl + j, d * self.tnpl + j)
+                for s, d in zip(self.src_layers, self.dst_layers, strict=False) for j in range(self.tnpl)]
+
+
+def _uint(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def plan(args: Mapping[str, object], src: CacheLayout, default_tnpl: int) -> Transfer | None:
+    """The transfer the raw call ``args`` describes (names as in push_cache; ``dst_batch_index`` is the key's
+    batch index), or None when the arguments do not describe one (wrong types, tnpl 0)."""
+    tnpl = _uint(args.get("tensor_num_per_layer", default_tnpl))
+    src_batch = _uint(args.get("src_batch_index", 0))
+    dst_batch = _uint(args.get("dst_batch_index", 0))
+    if tnpl is None or src_batch is None or dst_batch is None or tnpl == 0:
+        return None
+    default = range(0, src.num_tensors // tnpl)
+    ranges = []
+    for name in ("src_layer_range", "dst_layer_range"):
+        r = args.get(name)
+        r = default if r is None else r
+        if not isinstance(r, range):
+            return None
+        ranges.append(tuple(r))
+    return Transfer(ranges[0], ranges[1], tnpl, src_batch, dst_batch)
+
+
+def expected_destination(src_data: Sequence[np.ndarray], dst_before: Sequence[np.ndarray], transfer: Transfer,
+                         src: CacheLayout, dst: CacheLayout, *, prefix: bool = False) -> list[np.ndarray]:
+    """The destination after a successful push.  Pairs outside either cache move nothing (a call that names
+    them is refused, and may leave the valid pairs before them pushed).  A source entry larger than the
+    destination entry moves nothing; with ``prefix`` a smaller one fills the start of the destination entry,
+    otherwise it also moves nothing (only equal entries are a plain push)."""
+    out = [d.copy() for d in dst_before]
+    n = src.stride
+    if n > dst.stride or (n < dst.stride and not prefix):
+        return out
+    s0, d0 = transfer.src_batch * src.stride, transfer.dst_batch * dst.stride
+    if s0 + n > src.nbytes or d0 + n > dst.nbytes:
+        return out
+    for s, d in transfer.tensor_pairs():
+        if 0 <= s < len(src_data) and 0 <= d < len(out):
+            out[d][d0:d0 + n] = src_data[s][s0:s0 + n]
+    return out
+
+
+def targeted_mask(transfer: Transfer, src: CacheLayout, dst: CacheLayout, *, prefix: bool = False) -> list[np.ndarray]:
+    """Per destination tensor, True where a push writes."""
+    ones = [np.ones(src.nbytes, dtype=np.uint8) for _ in range(src.num_tensors)]
+    zeros = [np.zeros(dst.nbytes, dtype=np.uint8) for _ in range(dst.num_tensors)]
+    return [m.astype(bool) for m in expected_destination(ones, zeros, transfer, src, dst, prefix=prefix)]
+
+
+# ------------------------------------------------------------------------------------------------ comparisons
+
+
+def _hex(a: np.ndarray, start: int, n: int = 16) -> str:
+    return a[start:start + n].tobytes().hex(" ")
+
+
+def diff(expected: Sequence[np.ndarray], got: Sequence[np.ndarray], what: str,
+         mask: Sequence[np.ndarray] | None = None) -> list[str]:
+    """Differences as text (tensor, first differing offset, expected vs got, count); ``mask`` limits the
+    comparison to the True bytes."""
+    out = []
+    if len(expected) != len(got):
+        out.append(f"{what}: expected {len(expected)} tensors, read {len(got)}")
+    for i, (e, g) in enumerate(zip(expected, got, strict=False)):
+        if e.size != g.size:
+            out.append(f"{what} tensor {i}: expected {e.size} bytes, read {g.size}")
+            continue
+        bad = e != g
+        if mask is not None:
+            bad &= mask[i]
+        idx = np.flatnonzero(bad)
+        if idx.size:
+            first = int(idx[0])
+            out.append(f"{what} tensor {i}: {idx.size} of {e.size} bytes differ, first at offset {first}: "
+                       f"expected {_hex(e, first)} got {_hex(g, first)}")
+    return out
+
+
+def outside_envelope(before: Sequence[np.ndarray], full: Sequence[np.ndarray], got: Sequence[np.ndarray],
+                     what: str) -> list[str]:
+    """Bytes that are neither their previous value nor what the complete push writes (a partial push is fine,
+    a corrupted byte is not)."""
+    out = []
+    for i, (b, f, g) in enumerate(zip(before, full, got, strict=False)):
+        if g.size != b.size:
+            out.append(f"{what} tensor {i}: read {g.size} bytes, expected {b.size}")
+            continue
+        idx = np.flatnonzero((g != b) & (g != f))
+        if idx.size:
+            first = int(idx[0])
+            out.append(f"{what} tensor {i}: {idx.size} bytes are neither the previous nor the pushed value, first "
+                       f"at offset {first}: previous {_hex(b, first)} / pushed {_hex(f, first)} got {_hex(g, first)}")
+    return out

@@ -1,0 +1,96 @@
+"""The call log of one test: every backend call is made through it once, and the reproduction is its text.
+
+A step is either ``let`` (a Python expression evaluated in the log's namespace, e.g. the random source data)
+or ``invoke`` (a call on a backend object, rendered from the arguments' own source text).  Either way the
+line in the log is produced from what was executed, so the reproduction cannot drift from the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .values import Value
+
+
+def lit(obj: Any) -> Value:
+    """A literal argument: its repr is its source text."""
+    return Value(obj, repr(obj))
+
+
+class Recorder:
+    """Executes and logs the steps of one test against a backend."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.ns: dict[str, Any] = {"np": np}
+        self.verdict: list[str] = []  # the expectation's own check, rendered after the call under test
+
+    def bind(self, name: str, obj: Any) -> Value:
+        """Make ``obj`` known as ``name`` (no line: the caller's own step binds it)."""
+        self.ns[name] = obj
+        return Value(obj, name)
+
+    def let(self, name: str, code: str) -> Value:
+        """Evaluate ``code`` in the log's namespace and bind the result to ``name``."""
+        obj = eval(code, self.ns)  # noqa: S307 - code the suite itself composed from spec data
+        self.lines.append(f"{name} = {code}")
+        return self.bind(name, obj)
+
+    def comment(self, text: str) -> None:
+        self.lines.append(f"# {text}")
+
+    def invoke(self, bind: str | None, target: Value, path: str, *args: Value, **kwargs: Value) -> Any:
+        """Call ``target.<path>(*args, **kwargs)``, log it once, bind the result; exceptions propagate."""
+        fn: Any = target.obj
+        for part in path.split("."):
+            fn = getattr(fn, part)
+        code = f"{target.code}.{path}({self._args_code(args, kwargs)})"
+        self.lines.append(f"{bind} = {code}" if bind else code)
+        result = fn(*[a.obj for a in args], **{k: v.obj for k, v in kwargs.items()})
+        if bind:
+            self.bind(bind, result)
+        return result
+
+    def loop(self, items: str, var: str, target: Value, path: str, args: Callable[[int], Sequence[Value]],
+             count: int) -> None:
+        """``for var in range(count): target.path(*args(var))`` — one line for a per-tensor step."""
+        sample = args(0) if count else ()
+        template = ", ".join(a.code for a in sample)
+        self.lines.append(f"for {var} in {items}: {target.code}.{path}({template})")
+        fn: Any = target.obj
+        for part in path.split("."):
+            fn = getattr(fn, part)
+        for i in range(count):
+            fn(*[a.obj for a in args(i)])
+
+    @staticmethod
+    def _args_code(args: Sequence[Value], kwargs: dict[str, Value]) -> str:
+        return ", ".join([a.code for a in args] + [f"{k}={v.code}" for k, v in kwargs.items()])
+
+    # ------------------------------------------------------------------------------------------- rendering
+
+    def render(self, backend_spec: str, header: str) -> str:
+        """A standalone script: import the backend, replay the log, check the verdict, close the cluster."""
+        module, _, attr = backend_spec.partition(":")
+        body = [line for line in self.lines if not line.startswith("cluster = ")]
+        opening = [line for line in self.lines if line.startswith("cluster = ")]
+        out = [
+            f'"""{header or "push_cache reproduction"}"""',
+            "import importlib",
+            "",
+            "import numpy as np",
+            "",
+            f"backend = getattr(importlib.import_module({module!r}), {attr or 'backend'!r})",
+            "if isinstance(backend, type):",
+            "    backend = backend()",
+            *opening,
+            "try:",
+            *["    " + line for line in body + self.verdict],
+        ]
+        if len(out) and out[-1] == "try:":
+            out.append("    pass")
+        out += ["finally:", "    cluster.close()" if opening else "    pass"]
+        return "\n".join(out) + "\n"

@@ -1,0 +1,538 @@
+"""The testbed: one scenario opened on a backend — cluster, nodes, caches, memory and guard bands.
+
+It reaches a backend only through the protocol (:mod:`conformance_tests.backend`) and makes every backend
+call through a :class:`~conformance_tests.recorder.Recorder`, so a failing test's reproduction is the log of
+what it did.  It keeps a snapshot of every live cache, every guard band and every freed region, so a check
+can ask what changed anywhere, on any node.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import session
+from .backend import capability_supported
+from .oracle import CacheLayout, element_size
+from .recorder import Recorder, lit
+from .values import ABSENT, DecodeContext, Deferred, SpecValueError, Value, decode, materialise
+
+SENTINEL = 0xA5
+GUARD = 0xCC
+GUARD_BYTES = 64
+
+
+class HarnessError(Exception):
+    """The scenario could not be built (the backend failed before or after the call under test)."""
+
+    def __init__(self, step: str, detail: str) -> None:
+        self.step = step
+        super().__init__(f"{step} failed: {detail}")
+
+
+def describe_exception(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    if len(text) > 200:
+        text = text[:200] + "…"
+    extra = f" status_code={status}" if status is not None else ""
+    return f"{type(exc).__name__}({text!r}){extra}"
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any] | None) -> dict[str, Any]:
+    out = copy.deepcopy(dict(base))
+    for key, value in (override or {}).items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def scenario_for(spec: Any, clause: Any = None, case: Any = None) -> dict[str, Any]:
+    """The baseline scenario merged with the clause's and the case's overrides."""
+    scen = deep_merge(spec.scenario, getattr(clause, "scenario", None) or {})
+    return deep_merge(scen, getattr(case, "scenario", None) or {})
+
+
+def node_spec(desc: Mapping[str, Any]) -> dict[str, Any]:
+    """A protocol node spec; an option set to None in a scenario override is left out."""
+    options = {str(k): _opt(v) for k, v in (desc.get("options") or {}).items() if v is not None}
+    return {"cluster_id": int(desc["cluster_id"]), "role": str(desc.get("role", "PROMPT")), "options": options}
+
+
+def _opt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, (dict, list)):
+        return json.dumps(v)
+    return str(v)
+
+
+def scenario_needs(scenario: Mapping[str, Any]) -> list[str]:
+    """Capabilities a scenario needs from the backend (placements and registered memory of its caches)."""
+    need = []
+    for name in ("src", "dst"):
+        desc = scenario.get(name) or {}
+        if desc.get("placement"):
+            need.append(f"placements.{desc['placement']}")
+        if desc.get("register"):
+            need += ["register_cache", "raw_memory"]
+    return need
+
+
+def missing_capabilities(caps: Mapping[str, Any], requires: Sequence[str]) -> list[str]:
+    return [r for r in requires if not capability_supported(caps, r)]
+
+
+@dataclass
+class CacheInfo:
+    name: str
+    node_name: str
+    cache: Any
+    layout: CacheLayout
+    data_type: str
+    placement: str
+    guarded: list[int] | None = None  # tensor addresses inside guard bands (registered memory)
+
+    @property
+    def num_tensors(self) -> int:
+        return self.layout.num_tensors
+
+    @property
+    def nbytes(self) -> int:
+        return self.layout.nbytes
+
+    @property
+    def stride(self) -> int:
+        return self.layout.stride
+
+    @property
+    def batch(self) -> int:
+        return self.layout.batch
+
+    @property
+    def shape(self) -> list[int]:
+        return list(self.layout.shape)
+
+
+@dataclass
+class Call:
+    values: dict[str, Value]  # argument name -> decoded value (ABSENT values are left out)
+    positional: bool = False
+
+    @property
+    def code(self) -> str:
+        parts = [v.code if self.positional else f"{k}={v.code}" for k, v in self.values.items() if v.obj is not ABSENT]
+        return f"local.cache_manager.push_cache({', '.join(parts)})"
+
+    def build(self) -> tuple[list[Any], dict[str, Any]]:
+        items = [(k, materialise(v.obj)) for k, v in self.values.items() if v.obj is not ABSENT]
+        if self.positional:
+            return [v for _, v in items], {}
+        return [], dict(items)
+
+    def raw(self) -> dict[str, Any]:
+        """The arguments as plain values for the oracle (the key's batch index as ``dst_batch_index``)."""
+        out = {k: v.obj for k, v in self.values.items() if v.obj is not ABSENT}
+        key = out.get("dst_cache_key")
+        out["dst_batch_index"] = key.args[2] if isinstance(key, Deferred) and len(key.args) >= 3 else 0
+        return out
+
+
+@dataclass
+class Outcome:
+    exc: BaseException | None
+    seconds: float
+    phase: str = "call"  # "args": raised while building arguments; "call": raised by push_cache
+    hung: bool = False
+    result: Any = None
+    started: float = 0.0  # time.monotonic() at the start of the call
+
+    def describe(self) -> str:
+        if self.hung:
+            return f"did not return within {self.seconds:.1f}s (hang)"
+        if self.exc is None:
+            return "returned normally"
+        where = " while building the arguments" if self.phase == "args" else ""
+        return f"raised {describe_exception(self.exc)}{where}"
+
+
+@dataclass
+class Freed:
+    """Memory of a deallocated cache that the test still watches (registered memory only)."""
+
+    info: CacheInfo
+    addrs: list[int]
+    before: list[np.ndarray] = field(default_factory=list)
+
+
+class Testbed:
+    """One scenario opened on a backend.  ``minimal`` opens only the cluster; ``guard`` (default) puts the
+    destination in registered memory with guard bands when the backend can (capabilities raw_memory and
+    register_cache)."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    def __init__(self, backend: Any, scenario: Mapping[str, Any], *, backend_spec: str = "reference",
+                 caps: Mapping[str, Any] | None = None, types: Mapping[str, Any] | None = None,
+                 params: Sequence[str] | None = None, seed: int = 0, guard: bool = True, minimal: bool = False,
+                 title: str = "", default_tnpl: int = 2) -> None:
+        self.backend = backend
+        self.scenario = dict(scenario)
+        self.backend_spec = backend_spec
+        self.caps = dict(caps if caps is not None else backend.capabilities())
+        self.types = types or {}
+        self.params = tuple(params) if params is not None else ()
+        self.seed = seed
+        self.want_guard = guard
+        self.minimal = minimal
+        self.title = title
+        self.default_tnpl = default_tnpl
+        self.rec = Recorder()
+        self.cluster: Any = None
+        self.local: Any = None
+        self.remote: Any = None
+        self.api: Any = None
+        self.caches: dict[str, CacheInfo] = {}
+        self.before: dict[str, list[np.ndarray]] = {}
+        self.freed: list[Freed] = []
+        self.src: CacheInfo | None = None
+        self.dst: CacheInfo | None = None
+        self.local_id = int(self.scenario["local"]["cluster_id"])
+        self.remote_id = int(self.scenario["remote"]["cluster_id"])
+        self._extra: dict[str, Value] = {}
+        self._closed = False
+        session.RECORDER.world = self
+
+    # ------------------------------------------------------------------------------------------ set-up
+
+    def _step(self, step: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except HarnessError:
+            raise
+        except Exception as exc:
+            raise HarnessError(step, describe_exception(exc)) from exc
+
+    def open(self) -> Testbed:
+        scen = self.scenario
+        specs = [node_spec(scen["local"]), node_spec(scen["remote"])] + [node_spec(n) for n in scen.get("nodes") or []]
+        backend = self.rec.bind("backend", self.backend)
+        self.cluster = self._step("open_cluster", self.rec.invoke, "cluster", backend, "open_cluster", lit(specs))
+        cluster = Value(self.cluster, "cluster")
+        self.local = self._step("cluster.node", self.rec.invoke, "local", cluster, "node", lit(self.local_id))
+        self.remote = self._step("cluster.node", self.rec.invoke, "remote", cluster, "node", lit(self.remote_id))
+        self.api = self.rec.let("api", "local.api").obj
+        if self.minimal:
+            return self
+        self.src = self.make_cache("src", "local", scen["src"])
+        self.dst = self.make_cache("dst", "remote", scen["dst"], guard=self.want_guard)
+        self.fill_random(self.src)
+        self.fill_sentinel(self.dst)
+        if scen.get("link", True):
+            self.link()
+        return self
+
+    def node(self, node_name: str) -> Any:
+        return self.local if node_name == "local" else self.remote
+
+    def can_register(self) -> bool:
+        return bool(self.caps.get("raw_memory")) and bool(self.caps.get("register_cache"))
+
+    def layout(self, desc: Mapping[str, Any]) -> CacheLayout:
+        return CacheLayout(int(desc["num_tensors"]), tuple(int(d) for d in desc["shape"]),
+                           element_size(str(desc["data_type"]), self.types))
+
+    def desc_value(self, node_name: str, desc: Mapping[str, Any]) -> Value:
+        napi = "api" if node_name == "local" else f"{node_name}.api"
+        extra = f", batch_dim_index={int(desc['batch_dim_index'])}" if "batch_dim_index" in desc else ""
+        code = (f"{napi}.CacheDesc({int(desc['num_tensors'])}, {[int(d) for d in desc['shape']]!r}, "
+                f"{napi}.DataType.{desc['data_type']}, {napi}.Placement.{desc['placement']}{extra})")
+        if node_name != "local":
+            self.rec.ns.setdefault(node_name, self.node(node_name))
+        try:
+            return Value(eval(code, self.rec.ns), code)  # noqa: S307 - composed above from spec data
+        except Exception as exc:
+            raise HarnessError("CacheDesc", f"{code}: {describe_exception(exc)}") from exc
+
+    def make_cache(self, name: str, node_name: str, desc: Mapping[str, Any], *, guard: bool = False) -> CacheInfo:
+        """Allocate a cache on ``node_name``, or register raw memory for it (``register: true`` in the desc, or
+        ``guard`` on a backend that can: then guard bands surround every tensor)."""
+        node = Value(self.node(node_name), node_name)
+        layout = self.layout(desc)
+        placement = str(desc["placement"])
+        register = bool(desc.get("register", guard and self.can_register()))
+        dvalue = self.desc_value(node_name, desc)
+        guarded = None
+        if register:
+            if not self.can_register():
+                raise HarnessError("register_cache", "the scenario registers memory, but the backend lacks "
+                                                     "raw_memory/register_cache")
+            pad = GUARD_BYTES
+            total = layout.nbytes + 2 * pad
+            mem = self._step("alloc_memory", self._alloc, name, node_name, placement, total, layout.num_tensors)
+            self._step("write_memory", self.rec.loop, f"{name}_mem", "m", node, "write_memory",
+                       lambda i: (Value(mem[i], "m"), Value(np.full(total, GUARD, dtype=np.uint8),
+                                                             f"np.full({total}, {GUARD:#04x}, dtype=np.uint8)")),
+                       layout.num_tensors)
+            addrs = [m + pad for m in mem]
+            accessible = bool(desc.get("remote_accessible", True))
+            cache = self._step(f"register_cache ({name})", self.rec.invoke, name, node, "cache_manager.register_cache",
+                               dvalue, Value(addrs, f"[m + {pad} for m in {name}_mem]"),
+                               remote_accessible=lit(accessible))
+            guarded = addrs
+        else:
+            cache = self._step(f"allocate_cache ({name})", self.rec.invoke, name, node, "cache_manager.allocate_cache",
+                               dvalue)
+        info = CacheInfo(name, node_name, cache, layout, str(desc["data_type"]), placement, guarded)
+        self.caches[name] = info
+        return info
+
+    def _alloc(self, name: str, node_name: str, placement: str, total: int, count: int) -> list[int]:
+        return self.rec.let(f"{name}_mem", f"[{node_name}.alloc_memory({placement!r}, {total}) for _ in range({count})]").obj
+
+    def _fill(self, info: CacheInfo, data_name: str, data: list[np.ndarray]) -> None:
+        node = Value(self.node(info.node_name), info.node_name)
+        self._step(f"write_tensor ({info.name})", self.rec.loop, f"enumerate({data_name})", "i, d", node,
+                   # a copy: a backend that kept the array it was given must not change our snapshot
+                   "write_tensor", lambda i: (Value(info.cache, info.name), Value(i, "i"), Value(data[i].copy(), "d")),
+                   info.num_tensors)
+        self.before[info.name] = data
+
+    def fill_random(self, info: CacheInfo) -> list[np.ndarray]:
+        self.rec.let("rng", f"np.random.default_rng({self.seed})")
+        data = list(self.rec.let(f"{info.name}_data", f"rng.integers(0, 256, ({info.num_tensors}, {info.nbytes}), "
+                                                       "dtype=np.uint8)").obj)
+        self._fill(info, f"{info.name}_data", data)
+        return data
+
+    def fill_sentinel(self, info: CacheInfo) -> list[np.ndarray]:
+        data = list(self.rec.let(f"{info.name}_data", f"np.full(({info.num_tensors}, {info.nbytes}), {SENTINEL:#04x}, "
+                                                       "dtype=np.uint8)").obj)
+        self._fill(info, f"{info.name}_data", data)
+        return data
+
+    def link(self) -> None:
+        self._step("cluster.link", self.rec.invoke, None, Value(self.cluster, "cluster"), "link",
+                   lit(self.local_id), lit(self.remote_id))
+
+    def unlink(self) -> None:
+        self._step("cluster.unlink", self.rec.invoke, None, Value(self.cluster, "cluster"), "unlink",
+                   lit(self.local_id), lit(self.remote_id))
+
+    def inject(self, node_name: str, fault: Mapping[str, Any]) -> None:
+        self._step(f"{node_name}.inject", self.rec.invoke, None, Value(self.node(node_name), node_name), "inject",
+                   lit(dict(fault)))
+
+    def deallocate(self, name: str) -> None:
+        """Free cache ``name``; with raw memory its old region stays watched (nothing may write there)."""
+        info = self.caches.pop(name)
+        self.before.pop(name, None)
+        addrs = list(info.guarded or [])
+        if not addrs and self.caps.get("raw_memory"):
+            addrs = [int(a) for a in getattr(info.cache, "tensor_addrs", []) or []]
+        self._step(f"deallocate_cache ({name})", self.rec.invoke, None, Value(self.node(info.node_name), info.node_name),
+                   "cache_manager.deallocate_cache", Value(info.cache, name))
+        self.freed.append(Freed(info, addrs))
+
+    def watch_freed(self) -> None:
+        """Snapshot the freed regions now (a cache allocated since may have reused them)."""
+        for f in self.freed:
+            f.before = [self.read_memory(f.info.node_name, a, f.info.nbytes) for a in f.addrs]
+
+    def close(self) -> None:
+        if self._closed or self.cluster is None:
+            return
+        self._closed = True
+        t = threading.Thread(target=_quiet_close, args=(self.cluster,), daemon=True)
+        t.start()
+        t.join(10.0)
+
+    def __enter__(self) -> Testbed:
+        try:
+            return self.open()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------------------ arguments
+
+    def context(self, tnpl: int) -> DecodeContext:
+        assert self.src is not None and self.dst is not None
+        ids = {self.local_id, self.remote_id}
+        unlinked = int((self.scenario.get("unlinked") or {}).get("cluster_id", max(ids) + 1))
+        dst_id = int(getattr(self.dst.cache, "cache_id", 0))
+        return DecodeContext(api=self.api, num_layers=self.src.num_tensors // tnpl, num_tensors=self.src.num_tensors,
+                             batch_size=self.src.batch, local_id=self.local_id, remote_id=self.remote_id,
+                             unlinked_id=unlinked, dst_cache_id=dst_id, unknown_cache_id=dst_id + 1000,
+                             cache_lookup=self._cache_value, dst_name=self.dst.name)
+
+    def _cache_value(self, name: str, spec: Mapping[str, Any]) -> Value:
+        if name == "src":
+            assert self.src is not None
+            return Value(self.src.cache, "src")
+        if name == "dst_remote_object":
+            assert self.dst is not None
+            return Value(self.dst.cache, self.dst.name)
+        if name == "blocks":
+            assert self.src is not None
+            placement = str(spec.get("placement") or self.src.placement)
+            key = f"blocks_{placement}"
+            if key not in self._extra:
+                desc = {"num_tensors": self.src.num_tensors, "shape": self.src.shape,
+                        "data_type": self.src.data_type, "placement": placement}
+                cache = self._step("allocate_blocks_cache", self.rec.invoke, key, Value(self.local, "local"),
+                                   "cache_manager.allocate_blocks_cache", self.desc_value("local", desc))
+                self._extra[key] = Value(cache, key)
+            return self._extra[key]
+        raise SpecValueError(f"unknown cache {name!r}")
+
+    def tnpl_for(self, call: Mapping[str, Any]) -> int:
+        t = call.get("tensor_num_per_layer", self.default_tnpl)
+        return t if isinstance(t, int) and not isinstance(t, bool) and t > 0 else self.default_tnpl
+
+    def call(self, args: Mapping[str, Any] | None = None, *, positional: bool = False, only_given: bool = False) -> Call:
+        """The baseline call (scenario ``call``) with ``args`` overriding it, decoded.  Baseline values are passed
+        only for parameters the release's signature has; ``only_given`` leaves out every parameter ``args`` does
+        not name (except dst_cache_key and src_cache), so the callee's defaults apply."""
+        assert self.dst is not None and self.src is not None
+        args = dict(args or {})
+        base = {} if only_given else dict(self.scenario.get("call") or {})
+        merged = {**base, **args}
+        ctx = self.context(self.tnpl_for(merged))
+        values: dict[str, Value] = {}
+        if "dst_cache_key" in args:
+            values["dst_cache_key"] = decode(args["dst_cache_key"], ctx)
+        else:
+            batch = decode(merged.get("dst_batch_index", 0), ctx)
+            values["dst_cache_key"] = decode({"key": "CacheKeyByIdAndIndex", "cluster": "remote", "cache": "dst",
+                                              "batch": batch.obj}, ctx)
+        values["src_cache"] = decode(args["src_cache"], ctx) if "src_cache" in args else Value(self.src.cache, "src")
+        for name in ("src_batch_index", "src_layer_range", "dst_layer_range", "size", "tensor_num_per_layer"):
+            if name in args or (name in base and name in self.params):
+                values[name] = decode(merged[name], ctx)
+        for name, raw in args.items():  # keywords push_cache does not declare (signature clauses)
+            if name not in values and name != "dst_batch_index":
+                values[name] = decode(raw, ctx)
+        return Call(values, positional=positional)
+
+    # ------------------------------------------------------------------------------------------ the call
+
+    def push(self, call: Call, *, bound: float | None = 30.0) -> Outcome:
+        """Run push_cache once (logged as the call under test); with ``bound`` a hang becomes an Outcome."""
+        self.rec.lines += ["try:", f"    result = {call.code}", "except Exception as exc:  # noqa: BLE001",
+                           "    outcome = exc", "else:", "    outcome = None"]
+        session.COUNTERS.push_calls += 1
+        session.COUNTERS.layouts.add(self.layout_key())
+        start = time.monotonic()
+        try:
+            posargs, kwargs = call.build()
+        except Exception as exc:  # noqa: BLE001 - building a key may raise; that is part of the outcome
+            return Outcome(exc, time.monotonic() - start, phase="args", started=start)
+        fn = self.local.cache_manager.push_cache
+        if bound is None:
+            try:
+                result = fn(*posargs, **kwargs)
+            except Exception as exc:  # noqa: BLE001
+                return Outcome(exc, time.monotonic() - start, started=start)
+            return Outcome(None, time.monotonic() - start, result=result, started=start)
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["result"] = fn(*posargs, **kwargs)
+                box["exc"] = None
+            except BaseException as exc:  # noqa: BLE001
+                box["exc"] = exc
+
+        t = threading.Thread(target=run, daemon=True, name="push_cache-under-test")
+        t.start()
+        t.join(bound)
+        elapsed = time.monotonic() - start
+        if t.is_alive():
+            return Outcome(None, elapsed, hung=True, started=start)
+        return Outcome(box.get("exc"), elapsed, result=box.get("result"), started=start)
+
+    def layout_key(self) -> str:
+        parts = []
+        for info in (self.src, self.dst):
+            if info is not None:
+                parts.append(f"{info.num_tensors}x{info.shape}:{info.data_type}:{info.placement}:"
+                             f"{'reg' if info.guarded else 'alloc'}")
+        return "->".join(parts)
+
+    # ------------------------------------------------------------------------------------------ observations
+
+    def read(self, info: CacheInfo) -> list[np.ndarray]:
+        node = self.node(info.node_name)
+        try:
+            return [np.asarray(node.read_tensor(info.cache, i), dtype=np.uint8).ravel() for i in range(info.num_tensors)]
+        except Exception as exc:
+            raise HarnessError(f"read_tensor ({info.name})", describe_exception(exc)) from exc
+
+    def read_memory(self, node_name: str, addr: int, nbytes: int) -> np.ndarray:
+        try:
+            return np.asarray(self.node(node_name).read_memory(addr, nbytes), dtype=np.uint8).ravel()
+        except Exception as exc:
+            raise HarnessError(f"{node_name}.read_memory", describe_exception(exc)) from exc
+
+    def read_dst(self) -> list[np.ndarray]:
+        assert self.dst is not None
+        return self.read(self.dst)
+
+    def read_src(self) -> list[np.ndarray]:
+        assert self.src is not None
+        return self.read(self.src)
+
+    @property
+    def src_data(self) -> list[np.ndarray]:
+        return self.before.get("src", [])
+
+    @property
+    def dst_before(self) -> list[np.ndarray]:
+        return self.before.get("dst", [])
+
+    def guard_violations(self) -> list[str]:
+        """Guard bands (around every tensor of every registered cache, live or freed) that changed."""
+        out = []
+        infos = list(self.caches.values()) + [f.info for f in self.freed]
+        for info in infos:
+            for i, addr in enumerate(info.guarded or []):
+                for label, where in (("before", addr - GUARD_BYTES), ("after", addr + info.nbytes)):
+                    got = self.read_memory(info.node_name, where, GUARD_BYTES)
+                    bad = np.flatnonzero(got != GUARD)
+                    if bad.size:
+                        out.append(f"guard bytes {label} {info.name} tensor {i} changed: {bad.size} of {GUARD_BYTES} "
+                                   f"bytes, first at guard offset {int(bad[0])} ({GUARD:#04x} -> {int(got[bad[0]]):#04x})")
+        return out
+
+    def freed_violations(self) -> list[str]:
+        from .oracle import diff
+
+        out = []
+        for f in self.freed:
+            if f.before:
+                now = [self.read_memory(f.info.node_name, a, f.info.nbytes) for a in f.addrs]
+                out += diff(f.before, now, f"freed memory of {f.info.name}")
+        return out
+
+    def repro(self, header: str = "") -> str:
+        return self.rec.render(self.backend_spec, header)
+
+
+def _quiet_close(cluster: Any) -> None:
+    try:
+        cluster.close()
+    except Exception:  # noqa: BLE001 - closing must not mask the test outcome
+        pass
