@@ -194,7 +194,7 @@ class Testbed:
         self.seed = seed
         self.want_guard = guard
         self.minimal = minimal
-        self.title = title
+        self.label = title  # for people only (the smoke check names itself)
         self.default_tnpl = default_tnpl
         self.rec = Recorder()
         self.cluster: Any = None

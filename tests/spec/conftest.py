@@ -115,7 +115,7 @@ MINI_SPEC: dict[str, Any] = {
                 {"name": "second_batch", "args": {"src_batch_index": 1,
                                                   "dst_cache_key": {"key": "CacheKeyByIdAndIndex", "batch": 1}}},
             ],
-            "expect": {"outcome": "success", "data": "batch_copied"},
+            "expect": {"outcome": "success", "post": "exact"},
         },
         {
             "id": "push_cache.timeout.delay",

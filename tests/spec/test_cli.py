@@ -40,7 +40,7 @@ def test_table_lists_every_clause(spec_path: str) -> None:
         "should", "param", "8.3.RC1.alpha003", "-"]
     assert rows["push_cache.param.tensor_num_per_layer.zero"].endswith("raises LLMException(LLM_PARAM_INVALID)")
     assert rows["push_cache.param.src_batch_index.type"].endswith("raises TypeError or ValueError")
-    assert rows["push_cache.data.layers.all"].endswith("success (batch_copied)")
+    assert rows["push_cache.data.layers.all"].endswith("success (exact)")
     assert rows["push_cache.timeout.delay"].endswith("any of: raises LLMException(LLM_TIMEOUT) | success")
     assert lines[-1] == "5 clause(s) (must: 2, should: 2, may: 1)"
 

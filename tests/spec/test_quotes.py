@@ -1,0 +1,45 @@
+"""Every documentation-sourced clause quotes the push_cache pages exactly: each fragment of its ``en`` and ``zh``
+sentence (fragments are joined by " ... ") occurs in the seed page of that language, character for character
+(runs of white space and table-cell separators aside).  The pages are in ../shared/seeds/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conformance_tests.spec import load_spec
+
+SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
+PAGES = {"en": "push_cache.en.txt", "zh": "push_cache.zh.md"}
+
+
+def _norm(text: str) -> str:
+    """White space collapsed; a table row's cell separators (tab, |) read as one space."""
+    return " ".join(re.sub(r"[\t|]+", " ", text).split())
+
+
+def _fragments(quote: str) -> list[str]:
+    return [f.strip() for f in quote.split(" ... ") if f.strip()]
+
+
+@pytest.fixture(scope="module")
+def pages() -> dict[str, str]:
+    if not SEEDS.is_dir():
+        pytest.skip(f"the documentation seeds are not here ({SEEDS}); nothing to compare the quotes with")
+    return {lang: _norm((SEEDS / name).read_text(encoding="utf-8")) for lang, name in PAGES.items()}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_quote_is_in_the_documentation(pages, lang):
+    spec = load_spec()
+    missing = []
+    for clause in spec.clauses:
+        quote = clause.source.get(lang)
+        if clause.source["kind"] != "doc" or not quote:
+            continue
+        for fragment in _fragments(quote):
+            if _norm(fragment) not in pages[lang]:
+                missing.append(f"{clause.id}: {fragment!r}")
+    assert not missing, f"{len(missing)} {lang} quote fragment(s) not found in {PAGES[lang]}:\n" + "\n".join(missing)
