@@ -85,6 +85,8 @@ def scenario_needs(scenario: Mapping[str, Any]) -> list[str]:
             need.append(f"placements.{desc['placement']}")
         if desc.get("register"):
             need += ["register_cache", "raw_memory"]
+        if desc.get("blocks"):
+            need.append("blocks_cache")
     return need
 
 
@@ -269,7 +271,8 @@ class Testbed:
         node = Value(self.node(node_name), node_name)
         layout = self.layout(desc)
         placement = str(desc["placement"])
-        register = bool(desc.get("register", guard and self.can_register()))
+        blocks = bool(desc.get("blocks"))
+        register = not blocks and bool(desc.get("register", guard and self.can_register()))
         dvalue = self.desc_value(node_name, desc)
         guarded = None
         if register:
@@ -290,8 +293,8 @@ class Testbed:
                                remote_accessible=lit(accessible))
             guarded = addrs
         else:
-            cache = self._step(f"allocate_cache ({name})", self.rec.invoke, name, node, "cache_manager.allocate_cache",
-                               dvalue)
+            method = "allocate_blocks_cache" if blocks else "allocate_cache"
+            cache = self._step(f"{method} ({name})", self.rec.invoke, name, node, f"cache_manager.{method}", dvalue)
         info = CacheInfo(name, node_name, cache, layout, str(desc["data_type"]), placement, guarded)
         self.caches[name] = info
         return info
