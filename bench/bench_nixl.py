@@ -38,17 +38,22 @@ def _median(xs: list[float]) -> float:
     return statistics.median(xs)
 
 
-def _caches(cluster: Any, layers: int, tensor_bytes: int) -> tuple[Any, Any]:
+def _allocate(cluster: Any, layers: int, tensor_bytes: int) -> tuple[Any, Any]:
+    """A source cache on node 1 and a destination cache on node 2, both of ``2 * layers`` tensors."""
     local, remote = cluster.node(1), cluster.node(2)
     api = local.api
     desc = api.CacheDesc(2 * layers, [1, tensor_bytes], api.DataType.DT_UINT8, api.Placement.DEVICE)
     return local.cache_manager.allocate_cache(desc), remote.cache_manager.allocate_cache(desc)
 
 
-def bench_bulk(cluster: Any, layers: int, tensor_bytes: int, repeats: int) -> dict[str, float]:
+def _free(cluster: Any, src: Any, dst: Any) -> None:
+    cluster.node(1).cache_manager.deallocate_cache(src)
+    cluster.node(2).cache_manager.deallocate_cache(dst)
+
+
+def bench_bulk(cluster: Any, src: Any, dst: Any, layers: int, tensor_bytes: int, repeats: int) -> dict[str, float]:
     local, remote = cluster.node(1), cluster.node(2)
     api = local.api
-    src, dst = _caches(cluster, layers, tensor_bytes)
     rng = np.random.default_rng(0)
     chunk = rng.integers(0, 256, tensor_bytes, dtype=np.uint8)
     for t in range(2 * layers):
@@ -72,29 +77,25 @@ def bench_bulk(cluster: Any, layers: int, tensor_bytes: int, repeats: int) -> di
     copy = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        for i in range(2 * layers):  # the same 2 MiB pieces the push moves
+        for i in range(2 * layers):  # the same pieces the push moves
             np.copyto(b[i * tensor_bytes:(i + 1) * tensor_bytes], a[i * tensor_bytes:(i + 1) * tensor_bytes])
         copy.append(time.perf_counter() - t0)
-    local.cache_manager.deallocate_cache(src)
-    remote.cache_manager.deallocate_cache(dst)
     return {"bytes": total, "push": _median(push), "raw": _median(raw), "raw_per_layer": _median(raw_layer),
             "copyto": _median(copy)}
 
 
-def bench_tiny(cluster: Any, layers: int, tensor_bytes: int, repeats: int) -> dict[str, float]:
+def bench_tiny(cluster: Any, src: Any, dst: Any, layers: int, repeats: int) -> dict[str, float]:
     local = cluster.node(1)
     api = local.api
-    src, dst = _caches(cluster, layers, tensor_bytes)
     key = api.CacheKeyByIdAndIndex(2, dst.cache_id, 0)
-    one = api.CacheKeyByIdAndIndex(2, dst.cache_id, 0)
-    local.cache_manager.push_cache(key, src)
+    local.cache_manager.push_cache(key, src)  # warm-up
     push, push1 = [], []
     for _ in range(repeats):
         t0 = time.perf_counter()
         local.cache_manager.push_cache(key, src)
         push.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        local.cache_manager.push_cache(one, src, 0, range(0, 1), range(0, 1))
+        local.cache_manager.push_cache(key, src, 0, range(0, 1), range(0, 1))
         push1.append(time.perf_counter() - t0)
     raw_notif = local.proc.call("bench_raw", 2, src, dst.cache_id, 2, repeats, True, True)
     raw_plain = local.proc.call("bench_raw", 2, src, dst.cache_id, 2, repeats, True, False)
@@ -104,9 +105,12 @@ def bench_tiny(cluster: Any, layers: int, tensor_bytes: int, repeats: int) -> di
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small run (32 MiB, 128 tiny layers)")
-    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--quick", action="store_true",
+                        help="small run for CI: 32 MiB, 128 tiny layers, 3 repeats; figures only, no timing check")
+    parser.add_argument("--repeats", type=int, default=None, help="repeats per measurement (default 5, quick 3)")
     args = parser.parse_args(argv)
+    if args.repeats is not None and args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     from reference_impl.multiprocess import nixl_available
 
     why = nixl_available()
@@ -118,20 +122,28 @@ def main(argv: list[str] | None = None) -> int:
     layers, tensor_mib, tiny_layers = (16, 1, 128) if args.quick else (64, 2, 512)
     repeats = args.repeats or (3 if args.quick else 5)
     tensor_bytes = tensor_mib * MiB
-    pool_bytes = 2 * layers * tensor_bytes + (64 * MiB)
+    pool_bytes = 2 * layers * tensor_bytes + (64 * MiB)  # the bulk cache, plus room for the tiny one (one page)
     t_open = time.perf_counter()
     cluster = backend.open_cluster([{"cluster_id": 1, "role": "PROMPT", "options": _options(pool_bytes)},
                                     {"cluster_id": 2, "role": "DECODER", "options": _options(pool_bytes)}])
     try:
         cluster.link(1, 2)
         opened = time.perf_counter() - t_open
-        bulk = bench_bulk(cluster, layers, tensor_bytes, repeats)
-        tiny = bench_tiny(cluster, tiny_layers, 64, repeats)
+        # Every destination exists before the first push over the link: a link sees the server's cache table
+        # as it was at its first push (docs/nixl.md, "The remote cache table"), so a cache allocated later
+        # would be LLM_KV_CACHE_NOT_EXIST until a re-link.
+        bulk_src, bulk_dst = _allocate(cluster, layers, tensor_bytes)
+        tiny_src, tiny_dst = _allocate(cluster, tiny_layers, 64)
+        bulk = bench_bulk(cluster, bulk_src, bulk_dst, layers, tensor_bytes, repeats)
+        _free(cluster, bulk_src, bulk_dst)
+        tiny = bench_tiny(cluster, tiny_src, tiny_dst, tiny_layers, repeats)
+        _free(cluster, tiny_src, tiny_dst)
     finally:
         cluster.close()
+    elapsed = time.perf_counter() - t_open
     mb = bulk["bytes"] / MiB
     print(f"reference-nixl bench ({'quick' if args.quick else 'full'}): cluster open + link {opened:.2f} s; "
-          f"median of {repeats}")
+          f"median of {repeats}; {elapsed:.1f} s in all")
     print(f"bulk: {layers} layers x 2 tensors x {tensor_mib} MiB = {mb:.0f} MiB, node process -> node process")
     for name, label in (("push", "push_cache (per-layer WRITE + notif)"),
                         ("raw_per_layer", "raw NIXL, one WRITE + notif per layer"),
