@@ -18,7 +18,11 @@ def params(family: str) -> list[Any]:
         if clause.family != family:
             continue
         for item in procedures.items_for(clause):
-            out.append(pytest.param(clause, item, id=f"{clause.id}-{item.key}", marks=pytest.mark.clause(clause.id)))
+            marks = [pytest.mark.clause(clause.id)]
+            if item.examples:  # a stream: the per-test bound covers all of its examples
+                base = int(session.current().options.get("timeout") or 60)
+                marks.append(pytest.mark.timeout(base + item.examples * procedures.SECONDS_PER_EXAMPLE))
+            out.append(pytest.param(clause, item, id=f"{clause.id}-{item.key}", marks=marks))
     return out
 
 

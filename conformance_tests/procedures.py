@@ -49,6 +49,7 @@ class Item:
 
     key: str
     data: Any = None
+    examples: int = 0  # examples of its stream (0: not a stream); its time bound grows with them
 
 
 @dataclass(frozen=True)
@@ -537,17 +538,23 @@ def stream_seed(clause_id: str, key: str) -> int:
 
 
 def examples(kind: str) -> int:
+    """Examples per stream of ``kind``: the spec's count, scaled by the hypothesis profile (certify: as written)."""
     counts = session.current().spec.generation.get("examples") or {}
     n = int(counts.get(kind, BASE_EXAMPLES))
     return max(1, n * settings.default.max_examples // BASE_EXAMPLES)
 
 
-def run_stream(clause_id: str, key: str, kind: str, strategy: st.SearchStrategy[Any],
+#: seconds each example of a stream adds to its test's time bound (a hung push is caught sooner, per call)
+SECONDS_PER_EXAMPLE = 5
+
+
+def run_stream(clause_id: str, key: str, count: int, strategy: st.SearchStrategy[Any],
                body: Callable[[Any], None]) -> None:
-    """Run ``body`` over a hypothesis stream of its own (its seed fixed under the derandomized profile)."""
+    """Run ``body`` over ``count`` examples of a hypothesis stream of its own (its seed fixed under the
+    derandomized profile)."""
     __tracebackhide__ = True
 
-    @settings(max_examples=examples(kind))
+    @settings(max_examples=count)
     @given(strategy)
     def stream(example: Any) -> None:
         body(example)
@@ -562,13 +569,14 @@ def _transfer_items(clause: Any) -> list[Item]:
     ctx = session.current()
     if each == "data_type":
         dom = strategies.domain(ctx.spec, clause.level, ctx.caps, ctx.params)
-        return [Item(dt, ("data_type", dt)) for dt in dom.data_types]
+        return [Item(dt, ("data_type", dt), examples("random_layouts_each")) for dt in dom.data_types]
     if each == "transfer":
         pairs = (ctx.spec.types.get("transfers") or {}).get("pairs") or []
         mine = [p for p in pairs if strategies.LEVEL_RANK.get(p.get("level", "must"), 0)
                 <= strategies.LEVEL_RANK[clause.level]]
-        return [Item(f"{p['src']}_to_{p['dst']}", ("transfer", (p["src"], p["dst"]))) for p in mine]
-    return [Item("layouts")]
+        return [Item(f"{p['src']}_to_{p['dst']}", ("transfer", (p["src"], p["dst"])), examples("random_layouts_each"))
+                for p in mine]
+    return [Item("layouts", None, examples("random_layouts"))]
 
 
 @procedure("random_layouts", _transfer_items)
@@ -587,12 +595,10 @@ def run_random_layouts(clause: Any, item: Item) -> None:
         kw[what] = value
     if "guards" in outcomes.needs(expectation):
         kw["dst_register"] = True  # guard bands surround registered memory only
-    kind = "random_layouts" if item.data is None else "random_layouts_each"
-
     def body(layout: strategies.Layout) -> None:
         push_layout(clause, layout, expectation, str(layout))
 
-    run_stream(clause.id, item.key, kind, strategies.layouts(dom, **kw), body)
+    run_stream(clause.id, item.key, item.examples, strategies.layouts(dom, **kw), body)
 
 
 def push_layout(clause: Any, layout: strategies.Layout, expectation: Expectation, label: str) -> None:
@@ -621,9 +627,9 @@ def invalid_items(clause: Any) -> list[Item]:
     for rule in gen["rules"]:
         for side in violations.applicable_sides(rule, gen.get("sides")):
             suffix = "" if side == "-" else f"-{side}"
-            out.append(Item(f"invalid-{rule}{suffix}", InvalidStream(rule, side, False)))
+            out.append(Item(f"invalid-{rule}{suffix}", InvalidStream(rule, side, False), examples("invalid_inputs")))
         if gen.get("pairs"):
-            out.append(Item(f"invalid-{rule}-paired", InvalidStream(rule, "both", True)))
+            out.append(Item(f"invalid-{rule}-paired", InvalidStream(rule, "both", True), examples("invalid_pairs")))
     return out
 
 
@@ -670,4 +676,4 @@ def run_invalid(clause: Any, item: Item) -> None:
         layout, expectation = example
         push_layout(clause, layout, expectation, str(layout))
 
-    run_stream(clause.id, item.key, "invalid_pairs" if stream.pairs else "invalid_inputs", broken(), body)
+    run_stream(clause.id, item.key, item.examples, broken(), body)
