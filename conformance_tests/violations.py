@@ -86,9 +86,17 @@ def _range_empty(draw: Any, lay: Layout, side: str) -> Layout:
 
 @rule("range_past_end", "layer_range", 3)
 def _range_past_end(draw: Any, lay: Layout, side: str) -> Layout:
+    """The same range on both sides (as documented), past the end of one cache: on one side only, the other
+    cache has more layers, so that its side of the range is valid."""
     layers = _layers(lay)
-    stop = layers + draw(st.integers(1, 3), label="past the end by")
-    return _set(lay, side, (draw(st.integers(0, stop - 1), label="start"), stop), draw)
+    over = draw(st.integers(1, 3), label="past the end by")
+    stop = layers + over
+    bad = (draw(st.integers(0, stop - 1), label="start"), stop)
+    if side in ("src", "dst"):
+        longer = "dst" if side == "src" else "src"
+        grown = replace(getattr(lay, longer), num_tensors=(layers + over) * lay.tnpl)
+        lay = replace(lay, **{longer: grown})
+    return replace(lay, src_range=bad, dst_range=bad, notes=(*lay.notes, f"range {bad} past the {side} end"))
 
 
 @rule("ranges_length_differ", "layer_range", 3, min_tensors=2)
