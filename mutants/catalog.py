@@ -2,12 +2,15 @@
 
 Each mutant is a ``CacheManager`` subclass that overrides one hook of the reference's push_cache (see
 ``reference_impl/README.md``, "Hook points") and a backend built from it, importable as
-``mutants.catalog:<name>``. ``targets`` are the clauses (globs) whose tests must reject the defect; ``focus``
-are the clauses the fast self-test runs for it.
+``mutants.catalog:<name>``. ``targets`` are the exact IDs of the clauses whose tests must reject the defect, all
+of the level named by ``breaks``: a ``must`` mutant breaks blocking clauses (expected verdict NOT CERTIFIED), a
+``should`` mutant (a "compatibility" mutant) breaks only vendor-behaviour clauses (check order, status codes) and
+is expected to be reported incompatible. ``focus`` are the clauses the fast self-test runs for it.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +22,7 @@ from reference_impl.cache_keys import CacheKey, CacheKeyByIdAndIndex
 from reference_impl.cache_manager import CacheManager
 from reference_impl.checks import check_isinstance
 from reference_impl.enums import DataType
+from reference_impl.memory import AddressError
 from reference_impl.status import LLMException, LLMStatusCode
 
 
@@ -28,16 +32,18 @@ class Mutant:
     defect: str
     targets: tuple[str, ...]
     focus: tuple[str, ...] = ()
+    breaks: str = "must"   # "must" | "should": the level of every target, and so the expected verdict
 
 
 MUTANTS: list[Mutant] = []
 
 
-def mutant(defect: str, targets: tuple[str, ...], focus: tuple[str, ...] | None = None) -> Any:
+def mutant(defect: str, targets: tuple[str, ...], focus: tuple[str, ...] | None = None,
+           breaks: str = "must") -> Any:
     """Register a CacheManager subclass as a mutant; the module attribute of that name becomes its backend."""
     def register(cls: type[CacheManager]) -> ReferenceBackend:
         name = cls.__name__
-        MUTANTS.append(Mutant(name, defect, targets, focus if focus is not None else targets))
+        MUTANTS.append(Mutant(name, defect, targets, focus if focus is not None else targets, breaks))
         return ReferenceBackend(name=f"mutant-{name}", cache_manager_cls=cls)   # bound to the class's name
     return register
 
@@ -85,16 +91,21 @@ class layers_as_tensor_indices(CacheManager):
         return [(src_layer + j, dst_layer + j) for j in range(a.tensor_num_per_layer)]
 
 
-@mutant("uses src_layer_range for the destination too",
+@mutant("accepts different src/dst layer ranges and uses src_layer_range for the destination too",
         ("push_cache.restriction.ranges_equal.values", "push_cache.data.postcondition"))
 class src_range_for_dst(CacheManager):
+    # a reference that refuses different ranges would make this mutant equivalent to it: accept them again
+    push_check_order = _drop(CacheManager.push_check_order, "_check_range_values")
+
     def _layer_pairs(self, a):  # type: ignore[no-untyped-def]
         return [(s, s) for s in a.src_layer_range]
 
 
 @mutant("moves whole tensors instead of the batch entry",
-        ("push_cache.data.*", "push_cache.safety.guard_bytes", "push_cache.signature.*",
-         "push_cache.restriction.*"),
+        ("push_cache.data.postcondition", "push_cache.data.src_batch_slice", "push_cache.data.dst_batch_slice",
+         "push_cache.data.size_default", "push_cache.data.nothing_else_changes", "push_cache.data.dtypes",
+         "push_cache.data.placements", "push_cache.safety.guard_bytes",
+         "push_cache.restriction.tensor_num_per_layer.valid", "push_cache.restriction.host_to_device.contiguous_ok"),
         focus=("push_cache.data.src_batch_slice", "push_cache.data.dst_batch_slice"))
 class whole_tensors(CacheManager):
     def _src_offset(self, a, local):  # type: ignore[no-untyped-def]
@@ -146,7 +157,7 @@ class no_stride_check(CacheManager):
 
 
 @mutant("writes into a deallocated remote cache",
-        ("push_cache.safety.deallocated_destination*",))
+        ("push_cache.safety.deallocated_destination",))
 class writes_into_deallocated(CacheManager):
     def _lookup_remote_cache(self, a, server):  # type: ignore[no-untyped-def]
         return server.lookup(a.dst_cache_key.cache_id, include_dead=True)
@@ -157,7 +168,7 @@ class writes_into_deallocated(CacheManager):
 
 # ---------------------------------------------------------------- argument checks
 @mutant("accepts a layer range step of 2",
-        ("push_cache.restriction.layer_range.step*",))
+        ("push_cache.restriction.layer_range.step",))
 class accepts_step_two(CacheManager):
     def _check_src_layer_range(self, a):  # type: ignore[no-untyped-def]
         if a.src_layer_range is not None and a.src_layer_range.step == 2:
@@ -171,7 +182,7 @@ class accepts_step_two(CacheManager):
 
 
 @mutant("raises ValueError where the documentation says LLMException (abnormal layer range)",
-        ("push_cache.restriction.layer_range.*",))
+        ("push_cache.restriction.layer_range.step", "push_cache.restriction.layer_range.bounds"))
 class value_error_for_bad_range(CacheManager):
     def _check_src_layer_range(self, a):  # type: ignore[no-untyped-def]
         try:
@@ -187,26 +198,26 @@ class value_error_for_bad_range(CacheManager):
 
 
 @mutant("accepts a size other than -1",
-        ("push_cache.restriction.size.only_default*",))
+        ("push_cache.restriction.size.only_default", "push_cache.restriction.size.entry_size"))
 class accepts_any_size(CacheManager):
     push_check_order = _drop(CacheManager.push_check_order, "_check_size_value")
 
 
 @mutant("accepts a CacheKey as the destination key",
-        ("push_cache.restriction.remote_accessible.key_type*",))
+        ("push_cache.restriction.remote_accessible.key_type",))
 class accepts_cache_key(CacheManager):
     def _check_dst_cache_key_type(self, a):  # type: ignore[no-untyped-def]
         check_isinstance("dst_cache_key", a.dst_cache_key, [CacheKeyByIdAndIndex, CacheKey], allow_none=False)
 
 
 @mutant("skips the enable_remote_cache_accessible check",
-        ("push_cache.restriction.remote_accessible.required", "push_cache.order.remote_accessible_first"))
+        ("push_cache.restriction.remote_accessible.required",), breaks="should")
 class skips_remote_accessible_check(CacheManager):
     push_check_order = _drop(CacheManager.push_check_order, "_check_push_enabled")
 
 
 @mutant("checks tensor_num_per_layer's type after the layer ranges (two checks swapped)",
-        ("push_cache.order.python_checks",))
+        ("push_cache.order.python_checks",), breaks="should")
 class swapped_check_order(CacheManager):
     push_check_order = tuple(
         {"_check_tnpl_type": "_check_src_layer_range", "_check_src_layer_range": "_check_tnpl_type"}.get(s, s)
@@ -220,14 +231,14 @@ class no_tnpl_upper_bound(CacheManager):
 
 
 @mutant("does not check that tensor_num_per_layer divides the tensor count",
-        ("push_cache.restriction.tensor_num_per_layer.divisor*",))
+        ("push_cache.restriction.tensor_num_per_layer.divisor",))
 class no_divisor_check(CacheManager):
     def _check_tensor_divisible(self, a, local):  # type: ignore[no-untyped-def]
         return None
 
 
 @mutant("does not check the destination batch index against the remote batch size",
-        ("push_cache.remote.dst_batch_out_of_range*",))
+        ("push_cache.remote.dst_batch_out_of_range",))
 class no_dst_batch_check(CacheManager):
     def _check_dst_batch(self, a, remote):  # type: ignore[no-untyped-def]
         return None
@@ -235,7 +246,7 @@ class no_dst_batch_check(CacheManager):
 
 # ---------------------------------------------------------------- links, status codes, timeouts
 @mutant("returns LLM_FAILED instead of LLM_NOT_YET_LINK for a missing link",
-        ("push_cache.remote.not_linked.status", "push_cache.order.native_checks"))
+        ("push_cache.remote.not_linked.status", "push_cache.order.native_checks"), breaks="should")
 class wrong_status_missing_link(CacheManager):
     def _resolve_link(self, a):  # type: ignore[no-untyped-def]
         try:
@@ -245,14 +256,15 @@ class wrong_status_missing_link(CacheManager):
 
 
 @mutant("never times out: waits out any transfer delay (at most 3 s) and then copies",
-        ("push_cache.timeout.*", "push_cache.config.sync_kv_timeout.*"))
+        ("push_cache.timeout.exceeded", "push_cache.timeout.dropped_link", "push_cache.config.sync_kv_timeout.unit_ms",
+         "push_cache.config.sync_kv_timeout.default"))
 class never_times_out(CacheManager):
     def _await_transfer(self, a, link, seconds):  # type: ignore[no-untyped-def]
         self.engine.stop_event.wait(min(seconds, 3.0))
 
 
 @mutant("reports a transfer timeout as LLM_FAILED",
-        ("push_cache.timeout.exceeded.status",))
+        ("push_cache.timeout.exceeded.status",), breaks="should")
 class wrong_timeout_status(CacheManager):
     def _await_transfer(self, a, link, seconds):  # type: ignore[no-untyped-def]
         try:
@@ -263,7 +275,7 @@ class wrong_timeout_status(CacheManager):
 
 # ---------------------------------------------------------------- lenient argument types and domains
 @mutant("accepts a float src_batch_index (int() of it)",
-        ("push_cache.param.src_batch_index.type*",))
+        ("push_cache.param.src_batch_index.type",))
 class accepts_float_batch_index(CacheManager):
     def _check_src_batch_index(self, a):  # type: ignore[no-untyped-def]
         if isinstance(a.src_batch_index, float):
@@ -272,7 +284,7 @@ class accepts_float_batch_index(CacheManager):
 
 
 @mutant("reads a negative src_batch_index Python-style, from the end of the batch",
-        ("push_cache.param.src_batch_index.domain*",))
+        ("push_cache.param.src_batch_index.domain",))
 class negative_batch_from_end(CacheManager):
     def _check_src_batch_index(self, a):  # type: ignore[no-untyped-def]
         if isinstance(a.src_batch_index, int) and -(2 ** 32) < a.src_batch_index < 0:
@@ -281,7 +293,7 @@ class negative_batch_from_end(CacheManager):
 
 
 @mutant("wraps a src_batch_index beyond the batch around (modulo the batch size)",
-        ("push_cache.param.src_batch_index.out_of_batch*",))
+        ("push_cache.param.src_batch_index.out_of_batch",))
 class wraps_src_batch_index(CacheManager):
     def _check_src_batch(self, a, local):  # type: ignore[no-untyped-def]
         return None
@@ -291,19 +303,19 @@ class wraps_src_batch_index(CacheManager):
 
 
 @mutant("does not check the type of dst_cache_key",
-        ("push_cache.param.dst_cache_key.type*",))
+        ("push_cache.param.dst_cache_key.type",))
 class no_key_type_check(CacheManager):
     push_check_order = _drop(CacheManager.push_check_order, "_check_dst_cache_key_type")
 
 
 @mutant("does not check the type of src_cache",
-        ("push_cache.param.src_cache.type*",))
+        ("push_cache.param.src_cache.type",))
 class no_src_cache_type_check(CacheManager):
     push_check_order = _drop(CacheManager.push_check_order, "_check_src_cache_type")
 
 
 @mutant("turns a list or tuple layer range into a range",
-        ("push_cache.param.layer_range.type*",))
+        ("push_cache.param.layer_range.type",))
 class list_as_layer_range(CacheManager):
     def _check_src_layer_range(self, a):  # type: ignore[no-untyped-def]
         if isinstance(a.src_layer_range, list | tuple) and a.src_layer_range:
@@ -317,7 +329,7 @@ class list_as_layer_range(CacheManager):
 
 
 @mutant("accepts a float tensor_num_per_layer (int() of it)",
-        ("push_cache.param.tensor_num_per_layer.type*",))
+        ("push_cache.param.tensor_num_per_layer.type",))
 class accepts_float_tnpl(CacheManager):
     def _check_tnpl_type(self, a):  # type: ignore[no-untyped-def]
         if isinstance(a.tensor_num_per_layer, float):
@@ -326,7 +338,7 @@ class accepts_float_tnpl(CacheManager):
 
 
 @mutant("takes the absolute value of a negative tensor_num_per_layer",
-        ("push_cache.param.tensor_num_per_layer.domain*",))
+        ("push_cache.param.tensor_num_per_layer.domain",))
 class abs_tnpl(CacheManager):
     def _check_tnpl_type(self, a):  # type: ignore[no-untyped-def]
         if isinstance(a.tensor_num_per_layer, int) and a.tensor_num_per_layer < 0:
@@ -335,7 +347,7 @@ class abs_tnpl(CacheManager):
 
 
 @mutant("does not check the type of size (so -1.0 passes as -1)",
-        ("push_cache.param.size.type*",))
+        ("push_cache.param.size.type",))
 class no_size_type_check(CacheManager):
     push_check_order = _drop(CacheManager.push_check_order, "_check_size_type")
 
@@ -359,8 +371,7 @@ class _Args:
 
 # ---------------------------------------------------------------- the remote side
 @mutant("links on demand: pushes to any cluster on the fabric, linked or not",
-        ("push_cache.remote.not_linked", "push_cache.remote.not_linked.status", "push_cache.remote.unlinked_after_link",
-         "push_cache.order.native_checks"))
+        ("push_cache.remote.not_linked", "push_cache.remote.unlinked_after_link"))
 class links_on_demand(CacheManager):
     def _resolve_link(self, a):  # type: ignore[no-untyped-def]
         fabric = self.engine.fabric
@@ -370,7 +381,7 @@ class links_on_demand(CacheManager):
 
 
 @mutant("falls back to the remote's first cache when the cache id is unknown",
-        ("push_cache.remote.unknown_cache*", "push_cache.order.native_checks"))
+        ("push_cache.remote.unknown_cache",))
 class unknown_cache_fallback(CacheManager):
     def _lookup_remote_cache(self, a, server):  # type: ignore[no-untyped-def]
         found = super()._lookup_remote_cache(a, server)
@@ -383,14 +394,14 @@ class unknown_cache_fallback(CacheManager):
 
 
 @mutant("does not check the destination layer against the remote cache",
-        ("push_cache.remote.dst_layer_out_of_range*",))
+        ("push_cache.remote.dst_layer_out_of_range",))
 class no_dst_layer_check(CacheManager):
     def _check_dst_layer(self, a, remote, dst_layer):  # type: ignore[no-untyped-def]
         return None
 
 
 @mutant("writes into remote caches that are not remote-accessible",
-        ("push_cache.remote.not_remote_accessible*",))
+        ("push_cache.remote.not_remote_accessible",))
 class ignores_remote_accessible(CacheManager):
     def _resolve_remote_cache(self, a, link):  # type: ignore[no-untyped-def]
         remote = self._lookup_remote_cache(a, link.server)
@@ -411,7 +422,7 @@ class bf16_as_four_bytes(CacheManager):
 
 
 @mutant("raises LLMException without a status code for a bad layer range",
-        ("push_cache.types.llm_exception.status_code", "push_cache.restriction.layer_range.*.status"))
+        ("push_cache.types.llm_exception.status_code",))
 class exception_without_status(CacheManager):
     def _check_src_layer_range(self, a):  # type: ignore[no-untyped-def]
         try:
@@ -442,3 +453,178 @@ class _KeyFieldBackend(ReferenceBackend):
 MUTANTS.append(Mutant("key_batch_index_ignored", "CacheKeyByIdAndIndex.batch_index always reads 0",
                       ("push_cache.types.cache_key_by_id_and_index.fields", "push_cache.data.dst_batch_slice")))
 key_batch_index_ignored = _KeyFieldBackend(name="mutant-key_batch_index_ignored")
+
+
+# ---------------------------------------------------------------- defects a weak suite lets through (issue 10)
+def _valid_range(r: Any) -> bool:
+    return isinstance(r, range) and r.step == 1 and 0 <= r.start < r.stop
+
+
+def _lenient_src_range(a: Any) -> None:
+    """Replace a bad src_layer_range by the destination range when that one is valid (None: both default)."""
+    if a.dst_layer_range is None or _valid_range(a.dst_layer_range):
+        a.src_layer_range = a.dst_layer_range
+
+
+@mutant("accepts a src_layer_range whose step is not 1 while dst_layer_range is valid (uses the dst range)",
+        ("push_cache.restriction.layer_range.step",))
+class lax_src_range_step(CacheManager):
+    def _check_src_layer_range(self, a):  # type: ignore[no-untyped-def]
+        r = a.src_layer_range
+        if isinstance(r, range) and r.step != 1:
+            _lenient_src_range(a)
+        super()._check_src_layer_range(a)
+
+
+@mutant("accepts an empty or negative src_layer_range while dst_layer_range is valid (uses the dst range)",
+        ("push_cache.restriction.layer_range.bounds",))
+class lax_src_range_bounds(CacheManager):
+    def _check_src_layer_range(self, a):  # type: ignore[no-untyped-def]
+        r = a.src_layer_range
+        if isinstance(r, range) and r.step == 1 and not 0 <= r.start < r.stop:
+            _lenient_src_range(a)
+        super()._check_src_layer_range(a)
+
+
+@mutant("reads a source layer past the end modulo the layer count instead of refusing it (dst check kept)",
+        ("push_cache.restriction.layer_range.past_end",))
+class lax_src_range_past_end(CacheManager):
+    def _check_src_layer(self, a, local, src_layer):  # type: ignore[no-untyped-def]
+        return None
+
+    def _layer_pairs(self, a):  # type: ignore[no-untyped-def]
+        layers = a.src_cache.cache_desc.num_tensors // a.tensor_num_per_layer
+        return [(s % layers, d) for s, d in super()._layer_pairs(a)]
+
+
+class _Deferred(threading.local):
+    errors: list[LLMException] | None = None
+
+
+@mutant("copies the layer first and only then refuses a not remote-accessible cache, a source batch index "
+        "or a destination batch index out of range (LLM_PARAM_INVALID after the write)",
+        ("push_cache.remote.not_remote_accessible", "push_cache.param.src_batch_index.out_of_batch",
+         "push_cache.remote.dst_batch_out_of_range"))
+class writes_then_refuses(CacheManager):
+    _deferred = _Deferred()   # per thread: concurrent pushes from one node must not share the pending error
+
+    def _push_layer(self, a, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        self._deferred.errors = []
+        super()._push_layer(a, src_layer, dst_layer)
+        if self._deferred.errors:
+            raise self._deferred.errors[0]
+
+    def _later(self, check, *args):  # type: ignore[no-untyped-def]
+        try:
+            check(*args)
+        except LLMException as exc:
+            self._deferred.errors.append(exc)  # type: ignore[union-attr]
+
+    def _check_local_remote_accessible(self, a, local):  # type: ignore[no-untyped-def]
+        self._later(super()._check_local_remote_accessible, a, local)
+
+    def _resolve_remote_cache(self, a, link):  # type: ignore[no-untyped-def]
+        remote = self._lookup_remote_cache(a, link.server)
+        if remote is not None and not remote.remote_accessible and self._visible_over(link, remote):
+            self._later(super()._resolve_remote_cache, a, link)   # its only refusal left is "not accessible"
+            return remote
+        return super()._resolve_remote_cache(a, link)
+
+    def _check_dst_batch(self, a, remote):  # type: ignore[no-untyped-def]
+        self._later(super()._check_dst_batch, a, remote)
+
+    def _check_src_batch(self, a, local):  # type: ignore[no-untyped-def]
+        self._later(super()._check_src_batch, a, local)
+
+    # out-of-range batch indices are clamped to the last entry, so the early copy stays inside the tensors
+    def _src_offset(self, a, local):  # type: ignore[no-untyped-def]
+        return min(a.src_batch_index, local.batch_size - 1) * local.stride
+
+    def _dst_offset(self, a, remote):  # type: ignore[no-untyped-def]
+        return min(a.dst_cache_key.batch_index, remote.batch_size - 1) * remote.stride
+
+
+@mutant("checks the destination batch index against the local (source) batch size, not the remote one",
+        ("push_cache.remote.dst_batch_out_of_range",))
+class dst_batch_checked_against_local(CacheManager):
+    def _check_dst_batch(self, a, remote):  # type: ignore[no-untyped-def]
+        local_batch = a.src_cache.cache_desc.shape[0]
+        if not a.dst_cache_key.batch_index < local_batch:
+            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID, "batch index out of range")
+
+    def _dst_view(self, link, remote, tensor, offset, nbytes):  # type: ignore[no-untyped-def]
+        # a native copy to base + offset: past the remote tensor it writes whatever memory follows it; where no
+        # node memory follows, the bytes go nowhere (the call still succeeds)
+        try:
+            return link.server.memory.view(remote.tensor_addrs[tensor] + offset, nbytes)
+        except AddressError:
+            return np.empty(nbytes, dtype=np.uint8)
+
+
+_EIGHT_BYTE = {DataType.DT_INT64, DataType.DT_UINT64, DataType.DT_DOUBLE}
+
+
+@mutant("reads the source batch entry at half its offset for 8-byte element types (src_batch_index > 0)",
+        ("push_cache.data.dtypes",))
+class half_src_offset_8_byte(CacheManager):
+    def _src_offset(self, a, local):  # type: ignore[no-untyped-def]
+        if a.src_cache.cache_desc.data_type in _EIGHT_BYTE:
+            return a.src_batch_index * local.stride // 2
+        return super()._src_offset(a, local)
+
+
+@mutant("waits out the whole injected delay (at most 3 s), writes the layer late and then raises LLM_TIMEOUT",
+        ("push_cache.timeout.exceeded",))
+class late_write_then_timeout(CacheManager):
+    def _transfer_layer(self, a, link, remote, pairs):  # type: ignore[no-untyped-def]
+        seconds = self._transfer_seconds(a, link, sum(src.size for src, _ in pairs))
+        if self.engine.sync_timeout_s < seconds < float("inf"):   # a dropped link (inf) keeps the reference path
+            self.engine.stop_event.wait(min(seconds, 3.0))        # bounded so certify of the mutant stays short
+            with remote.lock:
+                self._copy_layer(pairs)
+            raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT, "transfer did not complete in time")
+        super()._transfer_layer(a, link, remote, pairs)
+
+
+@mutant("counts DT_INT16/DT_UINT16 as 4-byte elements: copies twice the batch entry (clamped to the tensors)",
+        ("push_cache.data.dtypes",))
+class int16_as_four_bytes(CacheManager):
+    def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
+        if a.src_cache.cache_desc.data_type not in (DataType.DT_INT16, DataType.DT_UINT16):
+            return super()._copy_nbytes(a, local, remote)
+        # clamped so that numpy gets equal, in-bounds slices on both sides: the overrun lands in the next entry
+        return min(2 * local.stride, local.tensor_nbytes - self._src_offset(a, local),
+                   remote.tensor_nbytes - self._dst_offset(a, remote))
+
+
+@mutant("wraps the destination batch index above 4 (writes entry batch_index % 4)",
+        ("push_cache.data.postcondition", "push_cache.data.dst_batch_slice"))
+class dst_batch_wraps_at_4(CacheManager):
+    def _dst_offset(self, a, remote):  # type: ignore[no-untyped-def]
+        return a.dst_cache_key.batch_index % 4 * remote.stride
+
+
+@mutant("wraps the destination layer above 16 (writes layer dst_layer % 16)",
+        ("push_cache.data.postcondition",))
+class dst_layer_wraps_at_16(CacheManager):
+    def _tensor_pairs(self, a, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        return super()._tensor_pairs(a, src_layer, dst_layer % 16)
+
+
+def _rank4_stride(entry: Any) -> int:
+    """The per-batch stride, wrong for rank >= 4: shape[1] elements instead of prod(shape[1:])."""
+    inner = int(np.prod(entry.shape[2:])) if len(entry.shape) >= 4 else 1
+    return int(entry.stride) // max(inner, 1)
+
+
+@mutant("computes the per-batch stride from shape[1] alone for rank >= 4 shapes",
+        ("push_cache.data.postcondition",))
+class rank4_stride_from_dim1(CacheManager):
+    def _src_offset(self, a, local):  # type: ignore[no-untyped-def]
+        return a.src_batch_index * _rank4_stride(local)
+
+    def _dst_offset(self, a, remote):  # type: ignore[no-untyped-def]
+        return a.dst_cache_key.batch_index * _rank4_stride(remote)
+
+    def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
+        return _rank4_stride(local)

@@ -1,16 +1,16 @@
 """Certify every mutant backend and print the kill matrix (``tox -e mutants``).
 
 Each mutant is certified in its own ``python -m conformance_tests certify`` process, exactly as a vendor's
-backend would be. A mutant is *killed* when at least one of the clauses its defect breaks (its ``targets``)
-fails (a ``must``/``may`` clause: NOT CERTIFIED) or is reported incompatible (a ``should`` clause). The run
-fails when a mutant survives: it is certified with no failing clause, or only clauses unrelated to its
-defect caught it. The matrix is printed and written as JSON beside the reports.
+backend would be. Its ``targets`` are exact clause IDs, all of the level its ``breaks`` names. A ``must`` mutant
+is *killed* when the verdict is NOT CERTIFIED and at least one target (a blocking ``must`` clause) failed; a
+``should`` (compatibility) mutant is killed when at least one target is reported incompatible. The run fails
+when a mutant survives: no clause caught it, or only clauses other than its targets did. The matrix is printed
+and written as JSON beside the reports.
 """
 
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import os
 import subprocess
@@ -19,10 +19,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
+from conformance_tests.spec import load_spec
 from mutants.catalog import MUTANTS, Mutant
 
 CAUGHT = {"failed", "incompatible"}
+LEVELS = ("must", "should")
+# the clause outcome that counts as a kill, by the level the mutant breaks (a should clause never "fails")
+KILLING_OUTCOME = {"must": "failed", "should": "incompatible"}
 
 
 @dataclass
@@ -30,6 +35,7 @@ class Result:
     name: str
     defect: str
     targets: list[str]
+    breaks: str
     verdict: str
     caught_by: list[str] = field(default_factory=list)
     caught_by_target: list[str] = field(default_factory=list)
@@ -38,8 +44,22 @@ class Result:
     detail: str = ""
 
 
-def _matches(clause_id: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(clause_id, p) for p in patterns)
+def catalog_problems(mutants: list[Mutant], levels: dict[str, str]) -> list[str]:
+    """Why the catalog is unusable: an unknown ``breaks``, no targets, or a target that is not the exact ID of
+    a spec clause of the mutant's level (``levels``: clause ID -> level)."""
+    problems = []
+    for m in mutants:
+        if m.breaks not in LEVELS:
+            problems.append(f"{m.name}: breaks={m.breaks!r}, expected one of {LEVELS}")
+        if not m.targets:
+            problems.append(f"{m.name}: no targets")
+        for t in (*m.targets, *m.focus):
+            if t not in levels:
+                problems.append(f"{m.name}: {t!r} is not a clause ID of the spec (targets are exact IDs, no globs)")
+        for t in m.targets:
+            if t in levels and levels[t] != m.breaks:
+                problems.append(f"{m.name}: target {t} is a {levels[t]} clause, the mutant breaks {m.breaks}")
+    return problems
 
 
 def certify(mutant: Mutant, out_dir: Path, extra: list[str]) -> Result:
@@ -50,7 +70,7 @@ def certify(mutant: Mutant, out_dir: Path, extra: list[str]) -> Result:
         argv += ["--clauses", ",".join(mutant.focus)]
     started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-    result = Result(mutant.name, mutant.defect, list(mutant.targets), verdict="?",
+    result = Result(mutant.name, mutant.defect, list(mutant.targets), mutant.breaks, verdict="?",
                     seconds=round(time.monotonic() - started, 1))
     report_path = report_dir / "report.json"
     if not report_path.exists():
@@ -58,28 +78,40 @@ def certify(mutant: Mutant, out_dir: Path, extra: list[str]) -> Result:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
         result.detail = f"no report (exit {proc.returncode}): " + " | ".join(tail)
         return result
-    report = json.loads(report_path.read_text())
+    judge(mutant, json.loads(report_path.read_text()), result)
+    return result
+
+
+def judge(mutant: Mutant, report: dict[str, Any], result: Result) -> None:
+    """Fill in ``result``'s verdict, catches and status from a certification report of ``mutant``."""
     result.verdict = report["verdict"]["label"]
     result.caught_by = sorted(c["id"] for c in report["clauses"] if c["outcome"] in CAUGHT)
-    result.caught_by_target = [c for c in result.caught_by if _matches(c, mutant.targets)]
-    if result.caught_by_target:
+    outcomes = {c["id"]: c["outcome"] for c in report["clauses"]}
+    killing = KILLING_OUTCOME[mutant.breaks]
+    result.caught_by_target = [t for t in mutant.targets if outcomes.get(t) == killing]
+    blocked = result.verdict.startswith("NOT CERTIFIED")
+    if result.caught_by_target and (mutant.breaks == "should" or blocked):
         result.status = "killed"
+    elif result.caught_by_target:   # a must target failed, yet certified (e.g. an expectations file waived it)
+        result.status = "survived"
+        result.detail = f"{result.caught_by_target} failed, yet the verdict is {result.verdict}"
     elif result.caught_by:
         result.status = "unrelated"
-        result.detail = "caught only by clauses unrelated to the defect"
+        result.detail = f"no target {killing}; caught only by other clauses"
     else:
         result.status = "survived"
         result.detail = "no clause failed"
-    return result
 
 
 def print_matrix(results: list[Result]) -> None:
     width = max(len(r.name) for r in results)
-    print(f"\n{'mutant'.ljust(width)}  {'status':9} {'verdict':15} {'s':>6}  caught by (target clauses first)")
+    print(f"\n{'mutant'.ljust(width)}  {'breaks':6} {'status':9} {'verdict':15} {'s':>6}  "
+          "caught by (target clauses first)")
     for r in results:
         others = [c for c in r.caught_by if c not in r.caught_by_target]
-        shown = r.caught_by_target + ([f"+ {len(others)} unrelated"] if others else [])
-        print(f"{r.name.ljust(width)}  {r.status:9} {r.verdict:15} {r.seconds:6.1f}  {', '.join(shown) or r.detail}")
+        shown = r.caught_by_target + ([f"+ {len(others)} other"] if others else [])
+        print(f"{r.name.ljust(width)}  {r.breaks:6} {r.status:9} {r.verdict:15} {r.seconds:6.1f}  "
+              f"{', '.join(shown) or r.detail}")
     killed = sum(r.status == "killed" for r in results)
     print(f"\n{killed}/{len(results)} mutants killed; "
           f"{sum(len(r.caught_by) for r in results)} clause failures in all")
@@ -98,8 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: unknown mutant(s) {sorted(unknown)}; known: {[m.name for m in MUTANTS]}", file=sys.stderr)
         return 2
+    problems = catalog_problems(chosen, {c.id: c.level for c in load_spec().clauses})
+    if problems:
+        print("error: bad mutant catalog: " + "; ".join(problems), file=sys.stderr)
+        return 2
     if not args.focus:
-        chosen = [Mutant(m.name, m.defect, m.targets, focus=()) for m in chosen]
+        chosen = [Mutant(m.name, m.defect, m.targets, focus=(), breaks=m.breaks) for m in chosen]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
