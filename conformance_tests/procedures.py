@@ -634,11 +634,13 @@ def invalid_items(clause: Any) -> list[Item]:
 
 
 def _partners(clause: Any, rule: str) -> list[tuple[Any, str]]:
-    """Rules of other parameters, from every must clause of the release that generates invalid inputs."""
+    """Rules of other parameters, from every must clause of the release that generates invalid inputs and that
+    the vendor does not depart from (a partner with a recorded deviation would pin its departure on this
+    clause: the vendor's silent no-op for a too large tensor_num_per_layer also skips every later check)."""
     group = violations.RULES[rule].group
     out = []
     for other in session.current().selected.clauses:
-        if other.level != "must" or not other.generate or other.id == clause.id:
+        if other.level != "must" or not other.generate or other.id == clause.id or other.deviation:
             continue
         out += [(other, r) for r in other.generate["rules"] if violations.RULES[r].group != group]
     return out

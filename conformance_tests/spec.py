@@ -119,6 +119,7 @@ class Clause:
     cases: tuple[Case, ...]
     expect: dict[str, Any]
     procedure: dict[str, Any] = dataclasses.field(default_factory=lambda: {"name": "call"})
+    note: str | None = None
     generate: dict[str, Any] | None = None  # invalid inputs generated from the clause's restriction
 
     def __hash__(self) -> int:  # equal clauses share their id
@@ -638,4 +639,5 @@ def _build_clause(c: dict[str, Any]) -> Clause:
         expect=c["expect"],
         procedure=dict(c.get("procedure") or {"name": "call"}),
         generate=c.get("generate"),
+        note=c.get("note"),
     )
