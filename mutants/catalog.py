@@ -10,6 +10,7 @@ is expected to be reported incompatible. ``focus`` are the clauses the fast self
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -21,9 +22,9 @@ from reference_impl.cache_desc import CacheDesc
 from reference_impl.cache_keys import CacheKey, CacheKeyByIdAndIndex
 from reference_impl.cache_manager import CacheManager
 from reference_impl.checks import check_isinstance
-from reference_impl.enums import DataType
+from reference_impl.enums import DataType, Placement
 from reference_impl.memory import AddressError
-from reference_impl.status import LLMException, LLMStatusCode
+from reference_impl.status import LLMException, LLMStatusCode, log, raise_if_false
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,27 @@ class Mutant:
 MUTANTS: list[Mutant] = []
 
 
+class _ReleaseBackend(ReferenceBackend):
+    """The reference backend declaring other spec releases (``capabilities()["spec_versions"]``): certify selects
+    the newest of them by default, so a mutant of an older release is certified against that release."""
+
+    def __init__(self, *, spec_versions: tuple[str, ...], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec_versions = list(spec_versions)
+
+    def capabilities(self) -> dict[str, Any]:
+        return {**super().capabilities(), "spec_versions": list(self.spec_versions)}
+
+
 def mutant(defect: str, targets: tuple[str, ...], focus: tuple[str, ...] | None = None,
-           breaks: str = "must") -> Any:
-    """Register a CacheManager subclass as a mutant; the module attribute of that name becomes its backend."""
+           breaks: str = "must", spec_versions: tuple[str, ...] | None = None) -> Any:
+    """Register a CacheManager subclass as a mutant; the module attribute of that name becomes its backend.
+    ``spec_versions``: the releases the mutant's backend declares (default: the reference's)."""
     def register(cls: type[CacheManager]) -> ReferenceBackend:
         name = cls.__name__
         MUTANTS.append(Mutant(name, defect, targets, focus if focus is not None else targets, breaks))
+        if spec_versions is not None:
+            return _ReleaseBackend(name=f"mutant-{name}", cache_manager_cls=cls, spec_versions=spec_versions)
         return ReferenceBackend(name=f"mutant-{name}", cache_manager_cls=cls)   # bound to the class's name
     return register
 
@@ -628,3 +644,152 @@ class rank4_stride_from_dim1(CacheManager):
 
     def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
         return _rank4_stride(local)
+
+
+# ---------------------------------------------------------------- the signature
+@mutant("swaps the last two parameters: (..., dst_layer_range, tensor_num_per_layer=2, size=-1)",
+        ("push_cache.signature.parameters",))
+class swapped_size_and_tnpl(CacheManager):
+    def push_cache(self, dst_cache_key, src_cache, src_batch_index=0, src_layer_range=None,  # type: ignore[no-untyped-def,override]
+                   dst_layer_range=None, tensor_num_per_layer=2, size=-1):
+        super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range, size,
+                           tensor_num_per_layer)
+
+
+@mutant("an 8.2.RC1.alpha002 backend whose push_cache already takes size (the 8.2.RC1.alpha003 parameter)",
+        ("push_cache.signature.parameters_v82a002",), spec_versions=("8.2.RC1.alpha002",))
+class v82a002_takes_size(CacheManager):
+    def push_cache(self, dst_cache_key, src_cache, src_batch_index=0, src_layer_range=None,  # type: ignore[no-untyped-def,override]
+                   dst_layer_range=None, size=-1):
+        super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range, size)
+
+
+@mutant("an 8.2.RC1.alpha003/8.3.RC1.alpha001 backend with the 8.3.RC1.alpha002 order: size before the ranges",
+        ("push_cache.signature.parameters_v82a003",), spec_versions=("8.2.RC1.alpha003", "8.3.RC1.alpha001"))
+class v82a003_size_before_ranges(CacheManager):
+    def push_cache(self, dst_cache_key, src_cache, src_batch_index=0, size=-1,  # type: ignore[no-untyped-def,override]
+                   src_layer_range=None, dst_layer_range=None):
+        super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range, size)
+
+
+@mutant("src_batch_index has no default: a call without it is a TypeError",
+        ("push_cache.signature.defaults",))
+class no_batch_index_default(CacheManager):
+    def push_cache(self, dst_cache_key, src_cache, src_batch_index, src_layer_range=None,  # type: ignore[no-untyped-def,override]
+                   dst_layer_range=None, size=-1, tensor_num_per_layer=2):
+        super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range, size,
+                           tensor_num_per_layer)
+
+
+#: the 8.2.RC1.alpha003 prototype's parameters: a stale list the logging wrapper below names positionals from
+_STALE_NAMES = ("dst_cache_key", "src_cache", "src_batch_index", "src_layer_range", "dst_layer_range", "size")
+
+
+def _logged(fn: Any) -> Any:
+    """An argument-logging wrapper (functools.wraps: inspect.signature still shows the wrapped prototype) that
+    names the positional arguments from ``_STALE_NAMES`` and passes them on as keywords."""
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if len(args) > len(_STALE_NAMES):
+            raise TypeError(f"push_cache() takes {len(_STALE_NAMES)} positional arguments but {len(args)} were given")
+        named = dict(zip(_STALE_NAMES, args, strict=False))   # never more args than names (checked above)
+        twice = sorted(named.keys() & kwargs.keys())
+        if twice:
+            raise TypeError(f"push_cache() got multiple values for argument {twice[0]!r}")
+        log.debug("push_cache(%s)", ", ".join(f"{k}={v!r}" for k, v in {**named, **kwargs}.items()))
+        return fn(self, **named, **kwargs)
+    return wrapper
+
+
+@mutant("a logging wrapper names positionals from the 8.2.RC1.alpha003 list: a seventh positional is a TypeError",
+        ("push_cache.signature.positional",))
+class stale_positional_names(CacheManager):
+    @_logged
+    def push_cache(self, dst_cache_key, src_cache, src_batch_index=0, src_layer_range=None,  # type: ignore[no-untyped-def,override]
+                   dst_layer_range=None, size=-1, tensor_num_per_layer=2):
+        super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range, size,
+                           tensor_num_per_layer)
+
+
+@mutant("returns the native status (LLMStatusCode.LLM_SUCCESS) instead of None",
+        ("push_cache.signature.returns_none",))
+class returns_status(CacheManager):
+    def push_cache(self, dst_cache_key, src_cache, src_batch_index=0, src_layer_range=None,  # type: ignore[no-untyped-def,override]
+                   dst_layer_range=None, size=-1, tensor_num_per_layer=2):
+        super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range, size,
+                           tensor_num_per_layer)
+        return LLMStatusCode.LLM_SUCCESS
+
+
+@mutant("takes **kwargs (the 8.3.RC1.alpha002 form) and silently ignores unknown keywords",
+        ("push_cache.signature.no_var_kwargs",))
+class ignores_unknown_kwargs(CacheManager):
+    def push_cache(self, dst_cache_key, src_cache, src_batch_index=0, src_layer_range=None,  # type: ignore[no-untyped-def,override]
+                   dst_layer_range=None, size=-1, tensor_num_per_layer=2, **kwargs):
+        super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range, size,
+                           tensor_num_per_layer)
+
+
+# ---------------------------------------------------------------- src_cache, check order, ranges, restrictions
+@mutant("looks src_cache up by cache_id only: a Cache of another node pushes the local cache with the same id",
+        ("push_cache.param.src_cache.not_local",))
+class foreign_cache_by_id(CacheManager):
+    def _resolve_local_cache(self, a):  # type: ignore[no-untyped-def]
+        entry = self.engine.caches.get(a.src_cache.cache_id) if self.engine.alive else None
+        return entry if entry is not None else super()._resolve_local_cache(a)
+
+
+@mutant("checks enable_remote_cache_accessible before the argument types (the vendor's order, facts §1.2 #1)",
+        ("push_cache.param.types_with_option_off",))
+class option_before_types(CacheManager):
+    push_check_order = ("_check_push_enabled",) + _drop(CacheManager.push_check_order, "_check_push_enabled")
+
+
+@mutant("zips layer ranges of different lengths: pushes the shorter one (values compared pairwise)",
+        ("push_cache.restriction.ranges_equal.length",))
+class zips_unequal_ranges(CacheManager):
+    push_check_order = _drop(CacheManager.push_check_order, "_check_range_lengths")
+
+    def _check_range_values(self, a):  # type: ignore[no-untyped-def]
+        raise_if_false(all(s == d for s, d in zip(a.src_layer_range, a.dst_layer_range, strict=False)),
+                       "[push_cache] param check failed, src_layer_range ({0}) and dst_layer_range ({1}) "
+                       "must have the same value.", a.src_layer_range, a.dst_layer_range)
+
+    def _layer_pairs(self, a):  # type: ignore[no-untyped-def]
+        return zip(a.src_layer_range, a.dst_layer_range, strict=False)   # the longer range's tail is dropped
+
+
+@mutant("checks only the source for host->device contiguity: writes a host cache into a blocks device cache",
+        ("push_cache.restriction.host_to_device.contiguous",))
+class blocks_device_destination(CacheManager):
+    def _check_restrictions(self, a, local, remote):  # type: ignore[no-untyped-def]
+        if local.placement == Placement.HOST and remote.placement == Placement.DEVICE and local.is_blocks:
+            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
+                                     "host to device push supports only a contiguous source cache")
+        if local.placement != remote.placement and not self._enabled_mem_pool:
+            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
+                                     "device<->host push needs llm.MemPoolConfig (device memory pool)")
+
+
+# ---------------------------------------------------------------- timeouts
+@mutant("converts llm.SyncKvCacheWaitTime from ms twice: times out after 1/1000 of the budget",
+        ("push_cache.timeout.within_budget",))
+class timeout_converted_twice(CacheManager):
+    def _await_transfer(self, a, link, seconds):  # type: ignore[no-untyped-def]
+        budget = self.engine.sync_timeout_s / 1000
+        if budget < seconds <= self.engine.sync_timeout_s:   # longer transfers take the reference path
+            if not self.engine.stop_event.wait(budget):
+                raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT,
+                                         f"transfer did not complete within {budget * 1000:.0f} ms")
+        super()._await_transfer(a, link, seconds)
+
+
+@mutant("keeps pushing over a link whose remote node died: writes its memory and returns normally",
+        ("push_cache.timeout.dead_peer",))
+class pushes_to_dead_peer(CacheManager):
+    def _resolve_link(self, a):  # type: ignore[no-untyped-def]
+        engine, cluster_id = self.engine, a.dst_cache_key.cluster_id
+        link = engine.fabric.links.get((engine.cluster_id, cluster_id))
+        if link is not None and link.client is engine and engine.fabric.nodes.get(cluster_id) is link.server:
+            return link   # no liveness check of the server
+        return super()._resolve_link(a)
