@@ -1,7 +1,8 @@
 """Adapter: the reference as a conformance-kit backend (satisfies docs/architecture.md's protocol structurally).
 
 ``ReferenceBackend(name=..., cache_manager_cls=Sub)`` builds a backend whose nodes use a CacheManager
-subclass; that is how mutants are made (see README "Hook points").
+subclass; that is how mutants are made (see README "Hook points"), and how ``vendor_backend`` (entry point
+``reference-vendor``) runs the reference in vendor mode (``reference_impl.vendor``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .enums import DataType, LLMRole, Placement
 from .fabric import Fabric
 from .llm_datadist import LLMDataDist
 from .status import LLMException, LLMStatusCode
+from .vendor import VendorCacheManager
 
 API = SimpleNamespace(
     CacheDesc=CacheDesc, CacheKey=CacheKey, CacheKeyByIdAndIndex=CacheKeyByIdAndIndex,
@@ -143,7 +145,9 @@ class ReferenceCluster:
     def link(self, client: int, server: int) -> None:
         status, rets = self.node(client).datadist.link_clusters([self._cluster_info(client, server)])
         if status != LLMStatusCode.LLM_SUCCESS:
-            raise RuntimeError(f"link {client} -> {server} failed: {status} {[str(r) for r in rets]}")
+            why = self.fabric.link_errors.get((client, server))
+            raise RuntimeError(f"link {client} -> {server} failed: {status} {[str(r) for r in rets]}"
+                               + (f" ({why})" if why and status == LLMStatusCode.LLM_PARAM_INVALID else ""))
 
     def unlink(self, client: int, server: int) -> None:
         """Remove the link client -> server; idempotent (no link, or a finalized client, is a no-op)."""
@@ -194,3 +198,6 @@ class ReferenceBackend:
 
 
 backend = ReferenceBackend()
+
+#: the reference in vendor mode: the vendor's departures from the documentation and from memory safety
+vendor_backend = ReferenceBackend(name="reference-vendor", cache_manager_cls=VendorCacheManager)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .fabric import Fabric
 
 MAX_SHAPE_RANK = 32
+MAX_SLOT_VIEWS = 64  # cached (offset, nbytes) slot view lists per cache entry
 
 
 def _invalid(msg: str) -> LLMException:
@@ -46,6 +47,42 @@ class CacheEntry:
     pool_addr: int | None = None
     alive: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: (offset, nbytes) -> every tensor's view of those bytes (one batch slot), kept for later pushes
+    slots: dict[tuple[int, int], list[np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def slot_views(self, offset: int, nbytes: int) -> list[np.ndarray]:
+        """``views[t][offset:offset + nbytes]`` for every tensor t, sliced once per (offset, nbytes)."""
+        key = (offset, nbytes)
+        got = self.slots.get(key)
+        if got is None:
+            if len(self.slots) >= MAX_SLOT_VIEWS:
+                self.slots.clear()
+            got = self.slots[key] = [v[offset:offset + nbytes] for v in self.views]
+        return got
+
+
+@dataclass(slots=True, eq=False)
+class RemoteTable:
+    """A node's cache table as a client synced it over a link (facts §1.3 N8, "Link-time check").
+
+    ``version`` is the server's table version at the sync: 0 means the server had never published a cache, and
+    such a table is synced again at the next transfer attempt. ``entries`` keeps the CacheEntry objects of that
+    moment, so a cache deallocated later is still found here (``alive`` False); ``keys`` maps (req_id, model_id)
+    of the cache keys bound then to their cache id (the key fallback of a cache_id <= 0).
+    """
+
+    version: int
+    entries: dict[int, CacheEntry]
+    keys: dict[tuple[int, int], int]
+
+    def find(self, cache_id: int) -> CacheEntry | None:
+        """The synced entry for a cache id; a cache_id <= 0 looks up the key (req_id 0, model_id 0)."""
+        if cache_id <= 0:
+            found = self.keys.get((0, 0))
+            if found is None:
+                return None
+            cache_id = found
+        return self.entries.get(cache_id)
 
 
 @dataclass(slots=True)
@@ -73,6 +110,8 @@ class NodeEngine:
         self.dead_caches: dict[int, CacheEntry] = {}
         self.keys: dict[tuple[int, int, int], tuple[int, int]] = {}  # (req, model, prefix) -> (cache id, batch)
         self._next_id = 1
+        #: bumped whenever the cache table changes (a cache added or removed); 0 = nothing ever published
+        self.table_version = 0
         self.faults = Faults()
         self.stop_event = threading.Event()
         self.initialized = True
@@ -115,6 +154,14 @@ class NodeEngine:
                 if req == req_id and model == model_id:
                     return self.caches.get(cache_id)
         return None
+
+    def snapshot_table(self) -> RemoteTable:
+        """The cache table as a linked client syncs it (a copy; later changes do not reach it)."""
+        with self.lock:
+            keys: dict[tuple[int, int], int] = {}
+            for (req, model, _prefix), (cache_id, _batch) in self.keys.items():
+                keys.setdefault((req, model), cache_id)
+            return RemoteTable(self.table_version, dict(self.caches), keys)
 
     @staticmethod
     def check_shape(shape: Sequence[int]) -> None:
@@ -167,6 +214,7 @@ class NodeEngine:
                 remote_accessible=remote_accessible, tensor_addrs=addrs, views=views,
                 pool=pool, pool_addr=pool_addr)
             self.caches[cache_id] = entry
+            self.table_version += 1
             for batch, key in enumerate(cache_keys):
                 self.keys[key] = (cache_id, batch)
         return entry
@@ -178,6 +226,7 @@ class NodeEngine:
             if entry is None or entry.is_registered != registered:
                 return False
             del self.caches[cache_id]
+            self.table_version += 1
             self.dead_caches[cache_id] = entry
             for key in [k for k, (cid, _) in self.keys.items() if cid == cache_id]:
                 del self.keys[key]

@@ -7,13 +7,13 @@ into B. Each directed pair has simulated link parameters (latency in seconds, ba
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .status import LLMException, LLMStatusCode
+from .status import LLMException, LLMStatusCode, log
 
 if TYPE_CHECKING:
-    from .engine import NodeEngine
+    from .engine import NodeEngine, RemoteTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +31,12 @@ class LinkParams:
 class Link:
     client: NodeEngine
     server: NodeEngine
-    #: the server's cache ids as synced at the first transfer over this link (None before it), as the vendor
-    #: does: caches the server adds later stay invisible until re-link; removed ones fail the live lookup
-    table: frozenset[int] | None = None
+    #: the server's cache table as synced at the first transfer attempt over this link (None before it), as the
+    #: vendor does (facts §1.3 N8): caches the server adds later stay invisible until re-link. A table synced
+    #: while the server had never published a cache (version 0) is synced again at the next attempt.
+    table: RemoteTable | None = None
+    #: the simulated parameters of client -> server (kept current by ``Fabric.set_link_params``)
+    params: LinkParams = field(default_factory=LinkParams)
 
 
 class Fabric:
@@ -47,6 +50,8 @@ class Fabric:
         self.links: dict[tuple[int, int], Link] = {}
         self._params: dict[tuple[int, int], LinkParams] = {}
         self._slots = 0
+        #: why the last link attempt client -> server was refused, when the status alone does not say it
+        self.link_errors: dict[tuple[int, int], str] = {}
 
     # ---- link parameters ----------------------------------------------------------------------------
     @staticmethod
@@ -60,7 +65,10 @@ class Fabric:
                         bandwidth: float | None = None) -> None:
         """Simulated parameters of the directed link client → server (may be set before linking)."""
         self._check_params(latency_s, bandwidth)
-        self._params[(client, server)] = LinkParams(latency_s, bandwidth)
+        params = self._params[(client, server)] = LinkParams(latency_s, bandwidth)
+        link = self.links.get((client, server))
+        if link is not None:
+            link.params = params
 
     def link_params(self, client: int, server: int) -> LinkParams:
         return self._params.get((client, server), self.default_params)
@@ -88,6 +96,8 @@ class Fabric:
 
     # ---- links --------------------------------------------------------------------------------------
     def link(self, client: NodeEngine, server_id: int) -> LLMStatusCode:
+        """Link client -> server. Like the vendor (facts §1.3 "Link-time check"), the two nodes must agree on
+        llm.EnableRemoteCacheAccessible, else LLM_PARAM_INVALID and no link."""
         with self._lock:
             server = self.nodes.get(server_id)
             if server is None or not server.alive or not client.alive:
@@ -95,7 +105,16 @@ class Fabric:
             pair = (client.cluster_id, server_id)
             if pair in self.links:
                 return LLMStatusCode.LLM_ALREADY_LINK
-            self.links[pair] = Link(client, server)
+            mine = client.options.enable_remote_cache_accessible
+            theirs = server.options.enable_remote_cache_accessible
+            if mine != theirs:
+                why = (f"RemoteCacheAccessible is not identical: cluster {client.cluster_id} has {int(mine)}, "
+                       f"remote cluster {server_id} has {int(theirs)}")
+                log.error(why)
+                self.link_errors[pair] = why
+                return LLMStatusCode.LLM_PARAM_INVALID
+            self.link_errors.pop(pair, None)
+            self.links[pair] = Link(client, server, params=self.link_params(client.cluster_id, server_id))
             return LLMStatusCode.LLM_SUCCESS
 
     def unlink(self, client: NodeEngine, server_id: int) -> LLMStatusCode:

@@ -84,6 +84,16 @@ class MemorySpace:
         off = addr - seg.base
         return seg.data[off:off + nbytes]
 
+    def view_upto(self, addr: int, nbytes: int) -> np.ndarray:
+        """A writable view of ``[addr, addr + nbytes)`` cut at the end of the segment holding ``addr``: what
+        lies past a segment is not modelled memory (a gap), so bytes meant for it go nowhere. AddressError if
+        ``addr`` itself is outside every segment."""
+        seg = self.find(addr, 0)
+        if seg is None or nbytes < 0:
+            raise AddressError(f"{addr:#x} is not inside {self.placement.name} memory")
+        off = addr - seg.base
+        return seg.data[off:off + nbytes]
+
     def release_all(self) -> None:
         with self._lock:
             self._bases = ()
@@ -106,6 +116,13 @@ class NodeMemory:
             if space.contains(addr, nbytes):
                 return space.view(addr, nbytes)
         raise AddressError(f"[{addr:#x}, +{nbytes}) is not inside this node's memory")
+
+    def view_upto(self, addr: int, nbytes: int) -> np.ndarray:
+        """``MemorySpace.view_upto`` in whichever space holds ``addr``."""
+        for space in (self.device, self.host):
+            if space.contains(addr, 0):
+                return space.view_upto(addr, nbytes)
+        raise AddressError(f"{addr:#x} is not inside this node's memory")
 
     def release_all(self) -> None:
         self.device.release_all()

@@ -1,9 +1,12 @@
 """``CacheManager.push_cache``, written as small overridable steps (see README "Hook points").
 
-Python-layer checks run in the order named by ``PushCacheMixin.push_check_order`` (facts §1.2 #1..#13, then
-the documentation's upper bound of tensor_num_per_layer). Then each layer is one "native" transfer:
-``_push_layer`` resolves the caches and the link, checks them (facts §1.3 N1..N11 plus the documentation's
-restrictions), computes the byte slices, waits out the simulated transfer time and copies.
+Python-layer checks run in the order named by ``PushCacheMixin.push_check_order``: the vendor's argument
+checks (facts §1.2 #2..#13, in the vendor's order), then the enable_remote_cache_accessible refusal (#1, which
+the vendor runs first), then the documentation's bounds (tensor_num_per_layer <= num_tensors, identical layer
+ranges). Then each layer is one "native" transfer: ``_push_layer`` resolves the caches and the link, checks
+them (facts §1.3 N1..N11 plus the documentation's restrictions), computes the byte slices, waits out the
+simulated transfer time and copies. Checks that depend only on the (local, remote) pair run at the first layer
+that meets that pair (``PushPlan``); their outcome cannot change from layer to layer.
 """
 
 from __future__ import annotations
@@ -21,12 +24,28 @@ from .enums import Placement
 from .status import LLMException, LLMStatusCode, log, raise_if_false
 
 if TYPE_CHECKING:
-    from .engine import CacheEntry, NodeEngine
+    from .engine import CacheEntry, NodeEngine, RemoteTable
     from .fabric import Link
 
 _NUM_TENSORS_PER_LAYER = 2
 
 SlicePairs = list[tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(slots=True, eq=False)
+class PushPlan:
+    """What a push derives once from its (local, remote) pair: the pair-only checks passed, and byte offsets."""
+
+    local: Any
+    remote: Any
+    src_offset: int
+    dst_offset: int
+    nbytes: int
+    #: with the default ``_src_view``/``_dst_view``: this slot of every local/remote tensor (else None)
+    src_slots: list[np.ndarray] | None = None
+    dst_slots: list[np.ndarray] | None = None
+    #: with the default ``_tensor_pairs`` too: a layer's pairs are a slice of the slot lists
+    default_pairs: bool = False
 
 
 @dataclass(slots=True)
@@ -40,6 +59,25 @@ class PushArgs:
     dst_layer_range: Any
     size: Any
     tensor_num_per_layer: Any
+    #: set by ``_push_layer`` at the first layer (and again if the local or remote entry changes)
+    plan: PushPlan | None = None
+
+
+#: the vendor's Python-layer argument checks, facts §1.2 #2..#13, in the vendor's order
+ARGUMENT_CHECKS: tuple[str, ...] = (
+    "_check_dst_cache_key_type",    # 2
+    "_check_src_cache_type",        # 3
+    "_check_src_batch_index",       # 4
+    "_check_src_not_blocks",        # 5
+    "_check_tnpl_type",             # 6
+    "_check_tnpl_positive",         # 7
+    "_check_src_layer_range",       # 8
+    "_check_dst_layer_range",       # 9
+    "_default_layer_ranges",        # 10
+    "_check_range_lengths",         # 11
+    "_check_size_type",             # 12
+    "_check_size_value",            # 13
+)
 
 
 class PushCacheMixin:
@@ -49,21 +87,12 @@ class PushCacheMixin:
     _enable_remote_cache_accessible: bool
     _enabled_mem_pool: bool
 
-    push_check_order: tuple[str, ...] = (
-        "_check_push_enabled",          # 1
-        "_check_dst_cache_key_type",    # 2
-        "_check_src_cache_type",        # 3
-        "_check_src_batch_index",       # 4
-        "_check_src_not_blocks",        # 5
-        "_check_tnpl_type",             # 6
-        "_check_tnpl_positive",         # 7
-        "_check_src_layer_range",       # 8
-        "_check_dst_layer_range",       # 9
-        "_default_layer_ranges",        # 10
-        "_check_range_lengths",         # 11
-        "_check_size_type",             # 12
-        "_check_size_value",            # 13
+    #: argument checks first (so a wrong type is a TypeError/ValueError even with the option off, as the
+    #: documentation's Returns section says), then #1, then the documentation's bounds
+    push_check_order: tuple[str, ...] = ARGUMENT_CHECKS + (
+        "_check_push_enabled",          # 1 (the vendor runs it first: VendorCacheManager)
         "_check_tnpl_upper_bound",      # documentation: tensor_num_per_layer in [1, num_tensors]
+        "_check_range_values",          # documentation: src_layer_range and dst_layer_range the same value
     )
 
     def push_cache(self, dst_cache_key: CacheKeyByIdAndIndex, src_cache: Cache, src_batch_index: int = 0,
@@ -74,8 +103,9 @@ class PushCacheMixin:
                         tensor_num_per_layer)
         for step in self.push_check_order:
             getattr(self, step)(args)
+        push_layer = self._push_layer
         for src_layer, dst_layer in self._layer_pairs(args):
-            self._push_layer(args, src_layer, dst_layer)
+            push_layer(args, src_layer, dst_layer)
 
     # ---- Python-layer checks (facts §1.2) ------------------------------------------------------------
     def _check_push_enabled(self, a: PushArgs) -> None:
@@ -132,6 +162,12 @@ class PushCacheMixin:
                        "[push_cache] param check failed, tensor_num_per_layer ({0}) is invalid, should [1, {1}]",
                        a.tensor_num_per_layer, num_tensors)
 
+    def _check_range_values(self, a: PushArgs) -> None:
+        """Documentation: "Currently, src_layer_range and dst_layer_range must have the same value"."""
+        raise_if_false(a.src_layer_range == a.dst_layer_range,
+                       "[push_cache] param check failed, src_layer_range ({0}) and dst_layer_range ({1}) "
+                       "must have the same value.", a.src_layer_range, a.dst_layer_range)
+
     # ---- per-layer "native" transfer (facts §1.3) -----------------------------------------------------
     def _layer_pairs(self, a: PushArgs) -> Iterable[tuple[int, int]]:
         """(src layer, dst layer) in transfer order: src[i] goes to dst[i]."""
@@ -140,17 +176,35 @@ class PushCacheMixin:
     def _push_layer(self, a: PushArgs, src_layer: int, dst_layer: int) -> None:
         local = self._resolve_local_cache(a)                  # N1, N3
         link = self._resolve_link(a)                          # N4-N6
-        self._check_local_remote_accessible(a, local)         # N7
+        plan = a.plan
+        if plan is None or plan.local is not local:
+            self._check_local_remote_accessible(a, local)     # N7
         remote = self._resolve_remote_cache(a, link)          # N8, N8b
         self._check_dst_layer(a, remote, dst_layer)           # N8c
+        if plan is None or plan.local is not local or plan.remote is not remote:
+            a.plan = self._plan_push(a, local, remote, src_layer)  # N8d, N9, N10, N11, restrictions, strides
+        else:
+            self._check_src_layer(a, local, src_layer)        # N9 (the others depend on the pair only)
+        pairs = self._layer_slices(a, link, local, remote, src_layer, dst_layer)
+        self._transfer_layer(a, link, remote, pairs)          # N12
+
+    def _plan_push(self, a: PushArgs, local: CacheEntry, remote: CacheEntry, src_layer: int) -> PushPlan:
+        """The per-layer checks from N8d on, at the first layer of a (local, remote) pair, and its offsets."""
         self._check_dst_batch(a, remote)                      # N8d
         self._check_src_layer(a, local, src_layer)            # N9
         self._check_tensor_divisible(a, local)                # N10
         self._check_src_batch(a, local)                       # N11
         self._check_restrictions(a, local, remote)            # documentation restrictions
         self._check_strides(a, local, remote)                 # documentation: no overflow of the dst slice
-        pairs = self._layer_slices(a, link, local, remote, src_layer, dst_layer)
-        self._transfer_layer(a, link, remote, pairs)          # N12
+        plan = PushPlan(local, remote, self._src_offset(a, local), self._dst_offset(a, remote),
+                        self._copy_nbytes(a, local, remote))
+        cls = type(self)
+        if (cls._layer_slices is PushCacheMixin._layer_slices and cls._src_view is PushCacheMixin._src_view
+                and cls._dst_view is PushCacheMixin._dst_view):
+            plan.src_slots = local.slot_views(plan.src_offset, plan.nbytes)
+            plan.dst_slots = remote.slot_views(plan.dst_offset, plan.nbytes)
+            plan.default_pairs = cls._tensor_pairs is PushCacheMixin._tensor_pairs
+        return plan
 
     def _native_error(self, a: PushArgs, status: LLMStatusCode, detail: str) -> LLMException:
         msg = f"[push_cache] failed, error code is {status}, dst_cache_key = {a.dst_cache_key}. {detail}"
@@ -158,10 +212,11 @@ class PushCacheMixin:
         return LLMException(msg, status_code=status)
 
     def _resolve_local_cache(self, a: PushArgs) -> CacheEntry:
-        if not self.engine.alive:
+        engine = self.engine
+        if not engine.alive:
             raise self._native_error(a, LLMStatusCode.LLM_FAILED, "local engine is not alive")
         src = a.src_cache
-        entry = self.engine.lookup(src.cache_id) if src._cache_manager is self else None
+        entry = engine.caches.get(src.cache_id) if src._cache_manager is self else None
         if entry is None:
             raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
                                      f"cache id:{src.cache_id} not found")
@@ -185,16 +240,32 @@ class PushCacheMixin:
             return server.lookup(cache_id)
         return server.lookup_by_key(0, 0)
 
-    def _visible_over(self, link: Link, remote: CacheEntry) -> bool:
-        """Whether the link's remote cache table (synced at the first transfer over it) holds this cache."""
-        if link.table is None:
-            link.table = frozenset(link.server.caches)
-        return remote.cache_id in link.table
+    def _sync_remote_table(self, link: Link) -> RemoteTable:
+        """N8's table sync: at the first transfer attempt over the link, before any lookup; again at the next
+        attempt while the server had never published a cache (version 0) (facts §1.3 "Link-time check")."""
+        table = link.table
+        if table is None or table.version == 0:
+            link.table = table = link.server.snapshot_table()
+        return table
 
-    def _resolve_remote_cache(self, a: PushArgs, link: Link) -> CacheEntry:
+    def _visible_over(self, link: Link, remote: CacheEntry) -> bool:
+        """Whether the link's synced remote cache table holds this cache (syncing it if no attempt did yet)."""
+        table = link.table
+        if table is None:
+            table = self._sync_remote_table(link)
+        return remote.cache_id in table.entries
+
+    def _find_remote_cache(self, a: PushArgs, link: Link, table: RemoteTable) -> CacheEntry | None:
+        """The destination: looked up live, and visible only if the synced table holds it (a cache deallocated
+        since is not found; VendorCacheManager reads the synced table alone)."""
         remote = self._lookup_remote_cache(a, link.server)
         if remote is not None and not self._visible_over(link, remote):
-            remote = None
+            return None
+        return remote
+
+    def _resolve_remote_cache(self, a: PushArgs, link: Link) -> CacheEntry:
+        table = self._sync_remote_table(link)
+        remote = self._find_remote_cache(a, link, table)
         if remote is None:
             raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
                                      f"cache_id: {a.dst_cache_key.cache_id} does not exist")
@@ -250,7 +321,8 @@ class PushCacheMixin:
     def _tensor_pairs(self, a: PushArgs, src_layer: int, dst_layer: int) -> list[tuple[int, int]]:
         """(local tensor, remote tensor) indices of one layer: K, V, ... in order."""
         tpl = a.tensor_num_per_layer
-        return [(src_layer * tpl + j, dst_layer * tpl + j) for j in range(tpl)]
+        s0, d0 = src_layer * tpl, dst_layer * tpl
+        return [(s0 + j, d0 + j) for j in range(tpl)]
 
     def _src_offset(self, a: PushArgs, local: CacheEntry) -> int:
         return a.src_batch_index * local.stride
@@ -270,19 +342,29 @@ class PushCacheMixin:
 
     def _layer_slices(self, a: PushArgs, link: Link, local: CacheEntry, remote: CacheEntry, src_layer: int,
                       dst_layer: int) -> SlicePairs:
-        so = self._src_offset(a, local)
-        do = self._dst_offset(a, remote)
-        n = self._copy_nbytes(a, local, remote)
-        return [(self._src_view(local, s, so, n), self._dst_view(link, remote, d, do, n))
+        plan = a.plan
+        if plan is not None and plan.local is local and plan.remote is remote:
+            ss, ds = plan.src_slots, plan.dst_slots
+            if ss is not None and ds is not None:  # the default views, sliced once per cache and slot
+                if plan.default_pairs:
+                    tpl = a.tensor_num_per_layer
+                    s0, d0 = src_layer * tpl, dst_layer * tpl
+                    if s0 + tpl <= len(ss) and d0 + tpl <= len(ds):
+                        return list(zip(ss[s0:s0 + tpl], ds[d0:d0 + tpl], strict=True))
+                return [(ss[s], ds[d]) for s, d in self._tensor_pairs(a, src_layer, dst_layer)]
+            so, do, n = plan.src_offset, plan.dst_offset, plan.nbytes
+        else:
+            so, do, n = self._src_offset(a, local), self._dst_offset(a, remote), self._copy_nbytes(a, local, remote)
+        src_view, dst_view = self._src_view, self._dst_view
+        return [(src_view(local, s, so, n), dst_view(link, remote, d, do, n))
                 for s, d in self._tensor_pairs(a, src_layer, dst_layer)]
 
     def _transfer_seconds(self, a: PushArgs, link: Link, nbytes: int) -> float:
         """Simulated time of one layer: link latency + bytes / bandwidth + injected delay (inf if dropped)."""
         faults = self.engine.faults
-        if link.server.cluster_id in faults.dropped_peers:
+        if faults.dropped_peers and link.server.cluster_id in faults.dropped_peers:
             return float("inf")
-        params = self.engine.fabric.link_params(self.engine.cluster_id, link.server.cluster_id)
-        return params.seconds_for(nbytes) + faults.send_delay_s
+        return link.params.seconds_for(nbytes) + faults.send_delay_s
 
     def _await_transfer(self, a: PushArgs, link: Link, seconds: float) -> None:
         """Wait ``seconds`` of simulated transfer; past llm.SyncKvCacheWaitTime, wait that long and time out."""
@@ -306,7 +388,10 @@ class PushCacheMixin:
             np.copyto(dst, src)
 
     def _transfer_layer(self, a: PushArgs, link: Link, remote: CacheEntry, pairs: SlicePairs) -> None:
-        seconds = self._transfer_seconds(a, link, sum(src.size for src, _ in pairs))
+        nbytes = 0
+        for src, _ in pairs:
+            nbytes += src.size
+        seconds = self._transfer_seconds(a, link, nbytes)
         if seconds > 0:
             self._await_transfer(a, link, seconds)
         with remote.lock:

@@ -75,10 +75,16 @@ def test_positional_call_and_unknown_keyword(env: SimpleNamespace) -> None:
 
 
 def test_requires_remote_cache_accessible(make_cluster: Any, h: Any) -> None:
+    """Option off: well-typed arguments are refused with LLM_PARAM_INVALID; wrong types still raise TypeError
+    (the documentation's Returns; the vendor checks the option first, see test_vendor_mode)."""
     opts = h.node_options(llm__EnableRemoteCacheAccessible="0")
     cluster = make_cluster({"cluster_id": 1, "role": "MIX", "options": opts}, link=())
+    cm = cluster.node(1).cache_manager
+    with pytest.raises(TypeError, match="dst_cache_key"):
+        cm.push_cache(None, None, "garbage", 5, 5, "x", None)
+    src = cm.allocate_cache(CacheDesc(4, [2, 8], DataType.DT_FLOAT16))
     with pytest.raises(LLMException, match="enable_remote_cache_accessible") as info:
-        cluster.node(1).cache_manager.push_cache(None, None, "garbage", 5, 5, "x", None)
+        cm.push_cache(CacheKeyByIdAndIndex(2, 1), src)
     assert info.value.status_code == S.LLM_PARAM_INVALID
 
 
@@ -171,12 +177,11 @@ class TestOrderingConsequences:
 
 # ---- order property: with several bad arguments, the first check in facts §1.2 order reports -------------
 SRC_RANGES: list[Any] = [None, range(0, 1), [0], range(0, 2, 2)]
-DST_RANGES: list[Any] = [None, range(0, 1), range(0, 2), [0], range(0, 2, 2)]
+DST_RANGES: list[Any] = [None, range(0, 1), range(1, 2), range(0, 2), [0], range(0, 2, 2)]
 
 
 def _oracle(c: dict[str, Any]) -> tuple[type[BaseException], str] | None:
-    if c["off"]:
-        return LLMException, "enable_remote_cache_accessible"
+    """The reference's order: the vendor's checks #2..#13, then the option (#1), then the documentation's."""
     if c["key"]:
         return TypeError, "dst_cache_key"
     if c["src"] == "type":
@@ -206,8 +211,12 @@ def _oracle(c: dict[str, Any]) -> tuple[type[BaseException], str] | None:
         return TypeError, "size"
     if c["size"] == "bad":
         return LLMException, "size (16)"
+    if c["off"]:
+        return LLMException, "enable_remote_cache_accessible"
     if tnpl > 4:
         return LLMException, "tensor_num_per_layer (99)"
+    if sr != dr:
+        return LLMException, "must have the same value"
     return None
 
 

@@ -60,23 +60,36 @@ def expected_after(src: list[np.ndarray], dst: list[np.ndarray], src_stride: int
     return out
 
 
+def _env(h: Any, backend: Any = None) -> Iterator[SimpleNamespace]:
+    cluster = h.open_pair(backend)
+    yield SimpleNamespace(cluster=cluster, a=cluster.node(1), b=cluster.node(2),
+                          relink=lambda: h.relink(cluster))
+    cluster.close()
+
+
 @pytest.fixture(scope="module")
 def env(h: Any) -> Iterator[SimpleNamespace]:
     """One linked pair for the module; call ``env.relink()`` after creating destination caches on node 2.
 
     The link syncs node 2's cache table at its first push only, so later destinations need a fresh link.
     """
-    cluster = h.open_pair()
-    yield SimpleNamespace(cluster=cluster, a=cluster.node(1), b=cluster.node(2),
-                          relink=lambda: h.relink(cluster))
-    cluster.close()
+    yield from _env(h)
+
+
+@pytest.fixture(scope="module")
+def vendor_env(h: Any) -> Iterator[SimpleNamespace]:
+    """The same, in vendor mode (reference_impl.vendor)."""
+    from reference_impl.backend import vendor_backend
+
+    yield from _env(h, vendor_backend)
 
 
 DTYPES = [DataType.DT_INT8, DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.DT_BF16]
 
 
 @st.composite
-def scenarios(draw: st.DrawFn) -> dict[str, Any]:
+def scenarios(draw: st.DrawFn, equal_ranges: bool = True) -> dict[str, Any]:
+    """A push whose source entry fits the destination's; ``equal_ranges`` False also draws shifted ranges."""
     tnpl = draw(st.integers(1, 3))
     src_layers = draw(st.integers(1, 4))
     dst_layers = draw(st.integers(1, 4))
@@ -85,8 +98,11 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     inner = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2))
     dst_extra = draw(st.integers(0, 2))  # dst per-batch stride >= src stride
     n = draw(st.integers(1, min(src_layers, dst_layers)))
-    s0 = draw(st.integers(0, src_layers - n))
-    d0 = draw(st.integers(0, dst_layers - n))
+    if equal_ranges:  # the documentation: src_layer_range and dst_layer_range the same value
+        s0 = d0 = draw(st.integers(0, min(src_layers, dst_layers) - n))
+    else:
+        s0 = draw(st.integers(0, src_layers - n))
+        d0 = draw(st.integers(0, dst_layers - n))
     default = draw(st.booleans()) and src_layers == dst_layers
     return {
         "tnpl": tnpl, "src_layers": src_layers, "dst_layers": dst_layers, "batch": batch, "dst_batch": dst_batch,
@@ -102,6 +118,17 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 @settings(max_examples=120, deadline=None)
 @given(scenarios())
 def test_push_moves_exactly_the_slice(env: SimpleNamespace, sc: dict[str, Any]) -> None:
+    check_push_moves_exactly_the_slice(env, sc)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios(equal_ranges=False))
+def test_vendor_push_moves_src_i_to_dst_i(vendor_env: SimpleNamespace, sc: dict[str, Any]) -> None:
+    """Vendor mode: shifted ranges too; where the source entry fits, the same bytes as the reference."""
+    check_push_moves_exactly_the_slice(vendor_env, sc)
+
+
+def check_push_moves_exactly_the_slice(env: SimpleNamespace, sc: dict[str, Any]) -> None:
     tnpl = sc["tnpl"]
     src_shape = [sc["batch"]] + sc["inner"]
     dst_shape = [sc["dst_batch"]] + (sc["dst_inner"] if sc["inner"] else [sc["dst_inner"][0]])
@@ -160,13 +187,22 @@ def test_larger_source_stride_rejected_before_any_byte(env: SimpleNamespace) -> 
     assert all(np.array_equal(x, y) for x, y in zip(before, dst.region_bytes(), strict=True))
 
 
-def test_different_ranges_map_src_i_to_dst_i(env: SimpleNamespace) -> None:
-    src = Registered(env.a, CacheDesc(6, [1, 4], DataType.DT_INT8), fill=None)
-    dst = Registered(env.b, CacheDesc(6, [1, 4], DataType.DT_INT8))
-    env.relink()
+@pytest.mark.parametrize("mode", ["reference", "vendor"])
+def test_different_ranges_map_src_i_to_dst_i(env: SimpleNamespace, vendor_env: SimpleNamespace, mode: str) -> None:
+    """Documentation: the ranges must have the same value (refused, nothing written); vendor: src[i] -> dst[i]."""
+    e = vendor_env if mode == "vendor" else env
+    src = Registered(e.a, CacheDesc(6, [1, 4], DataType.DT_INT8), fill=None)
+    dst = Registered(e.b, CacheDesc(6, [1, 4], DataType.DT_INT8))
+    e.relink()
     s_before = src.region_bytes()
-    env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache.cache_id), src.cache, 0, range(0, 2),
-                                   range(1, 3))
+    args = (CacheKeyByIdAndIndex(2, dst.cache.cache_id), src.cache, 0, range(0, 2), range(1, 3))
+    if mode == "reference":
+        with pytest.raises(LLMException, match="must have the same value") as info:
+            e.a.cache_manager.push_cache(*args)
+        assert info.value.status_code == S.LLM_PARAM_INVALID
+        assert all((g == SENTINEL).all() for g in dst.region_bytes())
+        return
+    e.a.cache_manager.push_cache(*args)
     got = dst.region_bytes()
     for sl, dl in ((0, 1), (1, 2)):
         for j in range(2):

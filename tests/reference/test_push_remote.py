@@ -165,7 +165,7 @@ class TestNativeOrder:
 
     @pytest.mark.parametrize(("kw", "match"), [
         ({"dst_batch": 2}, "batch index"),
-        ({"dst_layer_range": range(2, 3), "src_layer_range": range(0, 1)}, "layer index"),
+        ({"dst_layer_range": range(2, 3), "src_layer_range": range(2, 3)}, "layer index.* of remote cache"),
         ({"src_batch_index": 2}, "batch index"),
         ({"tensor_num_per_layer": 3}, "multiple"),
     ])

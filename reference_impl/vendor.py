@@ -1,0 +1,92 @@
+"""Vendor mode: the reference configured to behave like the vendor's ``llm_datadist`` where the vendor departs
+from the push_cache documentation or from memory safety (facts §1.2, §1.3). A CPU stand-in with the vendor's
+quirks, for tests of code written against the real package.
+
+``VendorCacheManager`` is a ``CacheManager`` subclass; everything it does not override is the reference:
+
+* the enable_remote_cache_accessible refusal comes first, before any type check (facts §1.2 #1), and the
+  Python checks are exactly the vendor's #1..#13: no documentation bounds, so
+  - equal-length but different layer ranges are accepted and layer ``src[i]`` is written into ``dst[i]``;
+  - ``tensor_num_per_layer`` above the tensor count with both ranges None makes empty default ranges and the
+    call returns having done nothing;
+* strides are not compared (facts §1.3 "What is not checked"): each tensor copies the **local** stride, so a
+  source batch entry larger than the destination's runs over the destination entry into the next batch slot
+  and past the tensor's end into whatever the modelled memory arena holds there (the next tensor of a pool
+  allocation, a neighbouring cache, raw memory); bytes that would land past the end of a memory segment (a
+  gap, not modelled memory) go nowhere;
+* the remote cache table is the one synced at the first transfer attempt over the link, and nothing else:
+  a cache deallocated after that sync is still found, and its old memory is written, even when a newer
+  allocation now uses it.
+
+Shared with the reference (both model the vendor there): the link-time llm.EnableRemoteCacheAccessible check,
+the first-attempt table sync, the per-layer native checks N1-N11, no rollback, the status codes.
+
+Use it as a backend (``reference_impl.backend:vendor_backend``, entry point ``reference-vendor``), or directly:
+``reference_impl.vendor.LLMDataDist`` is ``LLMDataDist`` whose cache manager is a ``VendorCacheManager``, and
+this module re-exports the rest of the API, so ``import reference_impl.vendor as llm_datadist`` works as a
+drop-in for code that imports the vendor package's names.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .cache import Cache
+from .cache_desc import CacheDesc
+from .cache_keys import BlocksCacheKey, CacheKey, CacheKeyByIdAndIndex
+from .cache_manager import CacheManager
+from .cluster_info import LLMClusterInfo
+from .config import LLMConfig, LlmConfig
+from .enums import DataType, LLMRole, Placement
+from .fabric import Fabric
+from .llm_datadist import LLMDataDist as _ReferenceLLMDataDist
+from .push import ARGUMENT_CHECKS, PushArgs, SlicePairs
+from .status import LLMException, LLMStatusCode
+
+if TYPE_CHECKING:
+    from .engine import CacheEntry, RemoteTable
+    from .fabric import Link
+
+
+class VendorCacheManager(CacheManager):
+    """The reference CacheManager with the vendor's departures (see the module docstring)."""
+
+    #: facts §1.2 #1..#13 exactly: the option first, no documentation bounds after #13
+    push_check_order = ("_check_push_enabled",) + ARGUMENT_CHECKS
+
+    def _check_strides(self, a: PushArgs, local: CacheEntry, remote: CacheEntry) -> None:
+        """The vendor never compares strides; the copy count is the local stride."""
+
+    def _find_remote_cache(self, a: PushArgs, link: Link, table: RemoteTable) -> CacheEntry | None:
+        """The stale table alone: a cache deallocated since the sync is still found."""
+        return table.find(a.dst_cache_key.cache_id)
+
+    def _dst_alive(self, remote: CacheEntry) -> bool:
+        return True  # nothing tells the sender that the remote freed the cache
+
+    def _dst_view(self, link: Link, remote: CacheEntry, tensor: int, offset: int, nbytes: int) -> np.ndarray:
+        """Raw memory from the tensor's address + offset: past the tensor when the count overruns it."""
+        if offset + nbytes <= remote.tensor_nbytes:
+            return super()._dst_view(link, remote, tensor, offset, nbytes)
+        return link.server.memory.view_upto(remote.tensor_addrs[tensor] + offset, nbytes)
+
+    def _copy_layer(self, pairs: SlicePairs) -> None:
+        for src, dst in pairs:
+            np.copyto(dst, src if dst.size == src.size else src[:dst.size])  # cut where modelled memory ends
+
+
+class LLMDataDist(_ReferenceLLMDataDist):
+    """``LLMDataDist`` whose cache manager is a :class:`VendorCacheManager` (unless told otherwise)."""
+
+    def __init__(self, role: LLMRole, cluster_id: int, *, fabric: Fabric | None = None,
+                 cache_manager_cls: type[CacheManager] = VendorCacheManager) -> None:
+        super().__init__(role, cluster_id, fabric=fabric, cache_manager_cls=cache_manager_cls)
+
+
+__all__ = [
+    "BlocksCacheKey", "Cache", "CacheDesc", "CacheKey", "CacheKeyByIdAndIndex", "CacheManager", "DataType",
+    "Fabric", "LLMClusterInfo", "LLMConfig", "LlmConfig", "LLMDataDist", "LLMException", "LLMRole",
+    "LLMStatusCode", "Placement", "VendorCacheManager",
+]
