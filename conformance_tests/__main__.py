@@ -1,6 +1,6 @@
 """Command line: ``push-cache-kit`` / ``python -m conformance_tests``.
 
-    certify [pytest args...]      run the conformance suite against a backend (exit 0 = certified)
+    certify [pytest args...]      run the conformance suite against a backend (exit codes: exitcodes.py)
     clauses [args...]             list / show the spec's clauses (conformance_tests.spec_cli)
     report [render|summary|diff]  work with report files (conformance_tests.report.cli)
 
@@ -13,25 +13,95 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
+import time
 from collections.abc import Sequence
+
+from . import exitcodes
 
 #: arguments every certification run gets (the per-test timeout can be overridden by a later --timeout)
 CERTIFY_ARGS = ["-p", "conformance_tests.plugin", "--pyargs", "conformance_tests.suite", "-p", "no:cacheprovider",
                 "--timeout=60", "--timeout-method=signal", "--tb=short"]
 
 
+#: how long the certify program waits for threads a backend left running before it exits without them
+THREAD_GRACE_S = 2.0
+
+
 def certify(args: Sequence[str]) -> int:
-    """Run the suite; exit 0 when certified, 1 when blocking clauses fail, 3 on an adapter error, 4 on bad usage."""
+    """Run the suite and return the kit's exit code (``conformance_tests/exitcodes.py``)."""
     from pathlib import Path
 
     import pytest
 
     import conformance_tests
 
+    if any(a in ("-h", "--help") for a in args):
+        return certify_help()
+    from .exitcodes import LAST_RUN
+
     # test IDs are always "conformance_tests/suite/test_<family>.py::...", wherever the kit is installed
     root = Path(conformance_tests.__file__).resolve().parent.parent
-    return int(pytest.main([*CERTIFY_ARGS, f"--rootdir={root}", *args, *_explore_seed(args)]))
+    LAST_RUN.reset()
+    try:
+        ret = int(pytest.main([*CERTIFY_ARGS, f"--rootdir={root}", *args, *_explore_seed(args)]))
+    except KeyboardInterrupt:
+        print("push-cache-kit: interrupted before the run could report", file=sys.stderr)
+        return exitcodes.PARTIAL if LAST_RUN.code is None else LAST_RUN.code
+    except Exception:  # noqa: BLE001 - anything escaping pytest is the kit's fault, never a verdict
+        import traceback
+
+        traceback.print_exc()
+        print("push-cache-kit: internal error", file=sys.stderr)
+        return exitcodes.INTERNAL_ERROR
+    return kit_exit_code(ret, LAST_RUN.code, LAST_RUN.internal_error)
+
+
+def kit_exit_code(pytest_code: int, session_code: int | None, internal_error: bool = False) -> int:
+    """The kit's exit code from pytest's return value and what the plugin decided (None: no session ended)."""
+    import pytest
+
+    if internal_error or (pytest_code == pytest.ExitCode.INTERNAL_ERROR and session_code != exitcodes.ADAPTER_ERROR):
+        return exitcodes.INTERNAL_ERROR
+    if session_code is not None:
+        return session_code
+    by_pytest_code: dict[int, int] = {
+        int(pytest.ExitCode.OK): 0,  # --help, --version, --collect-only: no session was judged
+        int(pytest.ExitCode.TESTS_FAILED): exitcodes.NOT_CERTIFIED,
+        int(pytest.ExitCode.INTERRUPTED): exitcodes.PARTIAL,
+        int(pytest.ExitCode.USAGE_ERROR): exitcodes.USAGE_ERROR,
+        int(pytest.ExitCode.NO_TESTS_COLLECTED): exitcodes.PARTIAL,
+    }
+    return by_pytest_code.get(int(pytest_code), exitcodes.INTERNAL_ERROR)
+
+
+def certify_help() -> int:
+    """``certify --help``: the kit's own options and exit codes first, then pytest's options."""
+    import pytest
+
+    from .plugin import OPTIONS
+
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance_tests certify",
+        usage="%(prog)s [kit options] [pytest options]",
+        description="Certify a push_cache backend: run the conformance suite under pytest and write "
+                    "reports/<backend>/ (a partial run writes reports/<backend>.partial/).",
+        epilog="exit codes:\n" + exitcodes.text_table()
+               + "\nEvery other option is pytest's (listed below); -k, -m, --deselect, --clauses, test paths or a "
+                 "custom --spec make the run PARTIAL.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+    )
+    group = parser.add_argument_group("push_cache conformance (the kit's options)")
+    for flags, kwargs in OPTIONS:
+        group.add_argument(*flags, **kwargs)
+    sys.stdout.write(parser.format_help())
+    sys.stdout.write("\n" + "=" * 30 + " pytest options (certify forwards them) " + "=" * 30 + "\n\n")
+    sys.stdout.flush()
+    pytest.main([*CERTIFY_ARGS, "--help"])
+    return 0
 
 
 def _explore_seed(args: Sequence[str]) -> list[str]:
@@ -55,13 +125,35 @@ def _delegate(module: str, args: Sequence[str]) -> int:
     return int(mod.main(list(args)) or 0)
 
 
+def exit_now_if_threads_linger(code: int, grace: float = THREAD_GRACE_S) -> None:
+    """End the process with ``code`` when a backend left non-daemon threads behind (they would keep it alive).
+
+    Only the certify program does this, after the reports are written and stdout/stderr are flushed.
+    """
+    deadline = time.monotonic() + grace
+    me = threading.current_thread()
+    for t in threading.enumerate():
+        if t is not me and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    left = [t.name for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
+    if not left:
+        return
+    print(f"push-cache-kit: the backend left {len(left)} non-daemon thread(s) running ({', '.join(left[:5])}); "
+          f"exiting with {code} without waiting for them", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    program = argv is None  # run as a program (python -m / the console script), not called from Python
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="push-cache-kit",
         description="Conformance kit for LLM-DataDist CacheManager.push_cache.",
         epilog="certify forwards every further argument to pytest (e.g. --backend, --spec-version, "
-               "--expectations, --strict, --report-dir, -k, -x).",
+               "--expectations, --strict-expectations, --report-dir, -k, -x); `certify --help` lists the kit's "
+               "options and exit codes first.",
     )
     sub = parser.add_subparsers(dest="command", metavar="{certify,clauses,report}")
     sub.add_parser("certify", help="certify a backend (runs the conformance suite under pytest)", add_help=False)
@@ -72,7 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "certify":
-        return certify(rest)
+        code = certify(rest)
+        if program:
+            exit_now_if_threads_linger(code)
+        return code
     if command == "clauses":
         return _delegate("conformance_tests.spec_cli", rest)
     if command == "report":

@@ -9,6 +9,11 @@ Format (validated by ``expectations.schema.json``)::
         reason: "our adapter checks size first"
         link: https://example.com/issue/1    # optional
         expires: 2027-01-31                  # optional; after that date the entry is reported and ignored
+
+An entry is a *waiver*: it may waive tests of any level, but what it waives is limited by the verdict (see
+``conformance_tests/report/builder.py``): a waived ``must`` test never gives plain CERTIFIED, and a ``must``
+clause left with no passing test is not certified.  Every report names the file, its sha256, each waived test
+with its entry's reason and expiry, and the expired entries.
 """
 
 from __future__ import annotations
@@ -45,6 +50,16 @@ class Entry:
     def describe(self) -> str:
         extra = f" (expired {self.expires})" if self.expired else ""
         return f"entries[{self.index}] match={self.match!r} outcome={self.outcome}{extra}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as the report lists it (``expectations.entries[]``)."""
+        return {"index": self.index, "match": self.match, "outcome": self.outcome, "reason": self.reason,
+                "link": self.link, "expires": self.expires, "expired": self.expired, "hits": len(self.hits)}
+
+    def waiver(self) -> dict[str, Any]:
+        """What a test row records about the entry that waived it (``tests[].waiver``)."""
+        return {"entry": self.index, "match": self.match, "outcome": self.outcome, "reason": self.reason,
+                "link": self.link, "expires": self.expires}
 
 
 def _glob(pattern: str) -> str:
@@ -87,21 +102,52 @@ class Expectations:
     def as_dict(self, strict: bool = False) -> dict[str, Any]:
         return {"path": self.path, "sha256": self.sha256, "strict": strict}
 
+    def report_section(self) -> dict[str, Any]:
+        """The file's part of the report's ``expectations`` section: path, hash, entries, expired entries."""
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "entries": [e.as_dict() for e in self.entries],
+            "expired": [e.as_dict() for e in self.expired],
+            "unmatched": self.unmatched(),
+        }
+
 
 def _schema() -> dict[str, Any]:
     text = resources.files("conformance_tests").joinpath("expectations.schema.json").read_text("utf-8")
     return json.loads(text)
 
 
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that keeps timestamps as the text the user wrote.
+
+    PyYAML turns ``2020-02-30`` into a ``datetime.date`` while parsing and raises a bare ValueError for an
+    impossible date; reading it as text lets the schema and :func:`_check_date` name the entry instead.
+    """
+
+
+def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    return str(loader.construct_scalar(node))  # type: ignore[arg-type]
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+
+
 def _plain(node: Any) -> Any:
-    """YAML dates become ISO strings so the schema sees what the user wrote."""
     if isinstance(node, dict):
         return {str(k): _plain(v) for k, v in node.items()}
     if isinstance(node, list):
         return [_plain(v) for v in node]
-    if isinstance(node, (_dt.date, _dt.datetime)):
-        return node.isoformat()[:10]
     return node
+
+
+def _check_date(p: Path, index: int, text: str) -> _dt.date:
+    try:
+        return _dt.date.fromisoformat(text)
+    except ValueError as exc:
+        raise ExpectationsError(
+            f"expectations file {p}: $.entries[{index}].expires: {text!r} is not a valid date (YYYY-MM-DD): {exc}"
+        ) from None
 
 
 def load_expectations(path: str | Path, today: _dt.date | None = None) -> Expectations:
@@ -111,9 +157,9 @@ def load_expectations(path: str | Path, today: _dt.date | None = None) -> Expect
     except OSError as exc:
         raise ExpectationsError(f"expectations file {p}: cannot read: {exc.strerror or exc}") from None
     try:
-        doc = yaml.safe_load(raw.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        first = str(exc).replace("\n", " ")
+        doc = yaml.load(raw.decode("utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except (yaml.YAMLError, UnicodeDecodeError, ValueError) as exc:
+        first = " ".join(str(exc).split())
         raise ExpectationsError(f"expectations file {p}: not valid YAML: {first}") from None
     doc = _plain(doc)
     validator = jsonschema.Draft202012Validator(_schema())
@@ -124,14 +170,7 @@ def load_expectations(path: str | Path, today: _dt.date | None = None) -> Expect
     entries: list[Entry] = []
     for i, e in enumerate(doc["entries"]):
         expires = e.get("expires")
-        expired = False
-        if expires:
-            try:
-                expired = _dt.date.fromisoformat(expires) < today
-            except ValueError:
-                raise ExpectationsError(
-                    f"expectations file {p}: $.entries[{i}].expires: {expires!r} is not a date (YYYY-MM-DD)"
-                ) from None
+        expired = bool(expires) and _check_date(p, i, expires) < today
         entries.append(
             Entry(i, e["match"], e["outcome"], e["reason"], e.get("link"), expires, expired)
         )

@@ -2,16 +2,18 @@
 
 Loaded with ``-p conformance_tests.plugin`` (the ``certify`` command does this).  It resolves the backend,
 loads the spec and selects a release, runs a smoke check, attaches clause levels, applies the vendor's
-expectations file and capability skips, turns failing ``should`` tests into "incompatible" (reported, not
-blocking), collects one report row per test and writes the reports at the end.
+expectations file (waivers) and capability skips, reports failing ``should`` tests as "incompatible" (through
+``pytest_report_teststatus``: reported, not blocking), collects one report row per test, decides whether the
+run was full or partial, writes the reports (a partial run beside the full report, never over it) and sets the
+exit code (``conformance_tests/exitcodes.py``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import fnmatch
+import hashlib
 import json
-import os
 import platform
 import signal
 import socket
@@ -23,7 +25,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from . import session
+from . import exitcodes, session
+from . import session as _kit_session  # for hooks whose pytest argument is called ``session``
 from .backend import (
     API_NAMES,
     NODE_ATTRS,
@@ -63,6 +66,15 @@ STATE = pytest.StashKey["State"]()
 LEVEL = pytest.StashKey[str]()
 CLAUSES = pytest.StashKey[tuple]()
 EXPECTED = pytest.StashKey[str]()
+WAIVER = pytest.StashKey[dict]()
+
+#: what pytest's -k/-m/--deselect/--clauses leave out is "deselected"; tests selected but never finished are
+#: "not run"
+WHY_DESELECTED, WHY_CLAUSES, WHY_NOT_RUN = "deselected", "--clauses", "not run"
+
+
+#: what the last session decided, for the certify CLI (lives in exitcodes.py, which imports nothing heavy)
+LAST_RUN = exitcodes.LAST_RUN
 
 
 class State:
@@ -84,28 +96,52 @@ class State:
         self.report_paths: dict[str, str] = {}
         self.report_problem: str | None = None
         self.unexpected_passes: list[str] = []
+        # full or partial
+        self.own_deselected: dict[str, str] = {}  # node id -> why (the release filter is not "left out")
+        self.release_filtered: set[str] = set()
+        self.deselected: list[str] = []  # by pytest's -k/-m/--deselect (or another plugin)
+        self.selected: list[str] = []
+        self.packaged_sha256: str | None = None
+        self.report_dir: Path | None = None
+        self.full_dir: Path | None = None
+        self.kept_full: Path | None = None
+        self.exit_code: int | None = None
 
 
 # ------------------------------------------------------------------------------------------------ options
 
 
+#: The kit's options, as (flags, argparse keyword arguments): pytest_addoption registers them and
+#: ``certify --help`` shows them first.
+OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--backend",), dict(default=None, metavar="SPEC",
+                          help="backend to certify: package.module[:attr] or an entry-point name "
+                               "(default: $PUSH_CACHE_BACKEND, else 'reference')")),
+    (("--spec",), dict(dest="pc_spec", default=None, metavar="PATH",
+                       help="spec YAML to certify against (default: the packaged push_cache.yaml; any other "
+                            "file makes the run PARTIAL unless its sha256 equals the packaged one's)")),
+    (("--spec-version",), dict(default=None, metavar="NAME",
+                               help="spec release to certify against (default: the newest release the backend "
+                                    "declares)")),
+    (("--expectations",), dict(default=None, metavar="FILE",
+                               help="vendor expectations file (YAML: waivers as xfail/skip entries); a waived "
+                                    "must test gives CERTIFIED WITH WAIVERS at best")),
+    (("--strict-expectations",), dict(action="store_true", default=False,
+                                      help="certify with no waivers at all: refuse an --expectations file")),
+    (("--report-dir",), dict(default=None, metavar="DIR",
+                             help="where reports are written (default: reports/<backend-name>/, and "
+                                  "reports/<backend-name>.partial/ for a partial run)")),
+    (("--no-reports",), dict(action="store_true", default=False, help="do not write report files")),
+    (("--clauses",), dict(default="", metavar="GLOBS",
+                          help="run only the tests of clauses matching these comma-separated globs "
+                               "(e.g. 'push_cache.data.*,push_cache.safety.guard_bytes'); the run is PARTIAL")),
+]
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("push_cache", "push_cache conformance")
-    g.addoption("--backend", default=None, metavar="SPEC",
-                help="backend to certify: package.module[:attr] or an entry-point name "
-                     "(default: $PUSH_CACHE_BACKEND, else 'reference')")
-    g.addoption("--spec", dest="pc_spec", default=None, metavar="PATH",
-                help="spec YAML to certify against (default: the packaged push_cache.yaml)")
-    g.addoption("--spec-version", default=None, metavar="NAME",
-                help="spec release to certify against (default: the newest release the backend declares)")
-    g.addoption("--expectations", default=None, metavar="FILE",
-                help="vendor expectations file (YAML: known failures as xfail/skip entries)")
-    g.addoption("--report-dir", default=None, metavar="DIR",
-                help="where reports are written (default: reports/<backend-name>/)")
-    g.addoption("--no-reports", action="store_true", default=False, help="do not write report files")
-    g.addoption("--clauses", default="", metavar="GLOBS",
-                help="run only the tests of clauses matching these comma-separated globs "
-                     "(e.g. 'push_cache.data.*,push_cache.safety.guard_bytes')")
+    g = parser.getgroup("push_cache", "push_cache conformance (the kit's options)", after="general")
+    for flags, kwargs in OPTIONS:
+        g.addoption(*flags, **kwargs)
 
 
 def _skip_setup(config: pytest.Config) -> bool:
@@ -117,6 +153,8 @@ def _skip_setup(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(*ids): the spec clause IDs a test checks")
+    LAST_RUN.collection_errors.clear()
+    LAST_RUN.interrupts.clear()
     if _skip_setup(config):
         return
     state = State()
@@ -163,11 +201,11 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         release = session.newest_release(spec, declared)
 
-    # pytest's own --strict (ini "strict") doubles as "certify without an expectations file"
-    state.strict = _strict(config)
+    state.strict = bool(config.getoption("strict_expectations"))
     path = config.getoption("expectations")
     if path and state.strict:
-        raise pytest.UsageError(f"--strict certifies without expectations; remove --expectations {path}")
+        raise pytest.UsageError(
+            f"--strict-expectations certifies without waivers; remove --expectations {path}")
     if path:
         try:
             state.expectations = load_expectations(path)
@@ -185,6 +223,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     state.ctx = ctx
     session.set_current(ctx)
+    state.packaged_sha256 = _packaged_sha256()
+    if not config.getoption("no_reports") and not config.option.collectonly and not _is_worker(config):
+        from .report.folders import check_writable
+
+        full_dir = _full_folder(config, backend)
+        problem = check_writable(full_dir)
+        if problem:
+            raise pytest.UsageError(f"reports cannot be written: {problem} (use --report-dir DIR or --no-reports)")
+        state.full_dir = full_dir
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -192,11 +239,45 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         session.set_current(None)
 
 
-def _strict(config: pytest.Config) -> bool:
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")  # a pytest-xdist worker: the controller writes the reports
+
+
+def _packaged_sha256() -> str | None:
+    from .spec import default_spec_path
+
     try:
-        return bool(config.getini("strict"))
-    except ValueError:  # pytest without the strict ini option
-        return bool(getattr(config.option, "strict", False))
+        return hashlib.sha256(default_spec_path().read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def backend_display_name(backend: Any) -> str:
+    """The backend's name as reports show it (never empty)."""
+    name = str(getattr(backend, "name", "") or "")
+    return name if name.strip() else "(unnamed backend)"
+
+
+def _full_folder(config: pytest.Config, backend: Any) -> Path:
+    """Where a full run of this backend writes: --report-dir, else reports/<safe backend name>/."""
+    from .report.folders import default_folder
+
+    explicit = config.getoption("report_dir")
+    if explicit:
+        return Path(config.invocation_params.dir) / explicit
+    base = Path(config.invocation_params.dir) / "reports"
+    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=False)
+
+
+def _partial_folder(config: pytest.Config, backend: Any, full_dir: Path) -> Path:
+    """Where a partial run writes: reports/<name>.partial/ by default; with --report-dir DIR, DIR itself
+    unless DIR holds a full report, then DIR.partial/ beside it."""
+    from .report.folders import default_folder, holds_full_report, partial_sibling
+
+    if config.getoption("report_dir"):
+        return partial_sibling(full_dir) if holds_full_report(full_dir) else full_dir
+    base = Path(config.invocation_params.dir) / "reports"
+    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=True)
 
 
 def summary_line(message: str | None) -> str:
@@ -229,7 +310,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"{state.seed if state.seed is not None else ('derandomized' if state.profile == 'certify' else 'random')}",
         "push_cache expectations: "
         + (f"{exp.path} (sha256 {(exp.sha256 or '')[:12]}, {len(exp.active)} active, {len(exp.expired)} expired)"
-           if exp else ("none (--strict)" if state.strict else "none")),
+           if exp else ("none (--strict-expectations)" if state.strict else "none")),
     ]
 
 
@@ -312,12 +393,14 @@ def _main_thread() -> bool:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
+    _kit_session.COUNTERS.reset()
     state = _state(session.config)
     if state is None or state.ctx is None or session.config.option.collectonly:
         return
     why = smoke_check(state.ctx)
     if why is not None:
-        pytest.exit(f"adapter error: {why}", returncode=3)
+        LAST_RUN.code = exitcodes.ADAPTER_ERROR
+        pytest.exit(f"adapter error: {why}", returncode=exitcodes.ADAPTER_ERROR)
 
 
 # ------------------------------------------------------------------------------------------------ collection
@@ -360,9 +443,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         ids = clause_ids(item)
         if ids and all(cid in known and cid not in selected for cid in ids):
             drop.append(item)  # every clause it checks is outside the selected release
+            state.release_filtered.add(item.nodeid)
             continue
         if globs and not any(fnmatch.fnmatchcase(cid, g) for cid in ids for g in globs):
             drop.append(item)  # not asked for with --clauses
+            state.own_deselected[item.nodeid] = WHY_CLAUSES
             continue
         keep.append(item)
         state.covered.update(ids)
@@ -380,6 +465,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             entry = state.expectations.lookup(ids, _test_names(item), record=item.nodeid)
             if entry is not None:
                 reason = f"expectations: {entry.reason}" + (f" ({entry.link})" if entry.link else "")
+                item.stash[WAIVER] = entry.waiver()
                 if entry.outcome == "skip":
                     item.add_marker(pytest.mark.skip(reason=reason))
                     expected = "skip"
@@ -392,6 +478,55 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         items[:] = keep
 
 
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    if not items:
+        return
+    state = _state(items[0].config)
+    if state is None:
+        return
+    for item in items:
+        if item.nodeid not in state.release_filtered and item.nodeid not in state.own_deselected:
+            state.deselected.append(item.nodeid)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        LAST_RUN.collection_errors.append(report.nodeid or "<collection>")
+
+
+def _suite_dir() -> Path:
+    return Path(__file__).resolve().parent / "suite"
+
+
+def _selection_problems(config: pytest.Config) -> list[str]:
+    """Why the command line selects less than the whole suite (empty when it selects all of it)."""
+    problems = []
+    opt = config.option
+    if getattr(opt, "keyword", ""):
+        problems.append(f"-k {opt.keyword!r}")
+    if getattr(opt, "markexpr", ""):
+        problems.append(f"-m {opt.markexpr!r}")
+    if getattr(opt, "clauses", ""):
+        problems.append(f"--clauses {opt.clauses!r}")
+    if getattr(opt, "deselect", None):
+        problems.append(f"--deselect: {len(opt.deselect)} test ID(s) given")
+    if getattr(opt, "lf", False):
+        problems.append("--lf")
+    suite = _suite_dir()
+    odd = []
+    for arg in config.args:
+        path_part = str(arg).split("::", 1)[0]
+        if "::" in str(arg):
+            odd.append(str(arg))
+        elif path_part == "conformance_tests.suite" and getattr(opt, "pyargs", False):
+            continue
+        elif (Path(config.invocation_params.dir) / path_part).resolve() != suite:
+            odd.append(str(arg))
+    if odd:
+        problems.append("test paths given: " + ", ".join(odd))
+    return problems
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = _state(session.config)
     if state is None:
@@ -402,8 +537,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         missing = uncovered(state)
         if tr is not None:
             tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))
-    state.full_selection = not (getattr(opt, "clauses", "") or getattr(opt, "keyword", "") or getattr(opt, "markexpr", "") or getattr(opt, "lf", False)
-                                or any("::" in a for a in session.config.args))
+    state.selected = [item.nodeid for item in session.items]
+    state.full_selection = not (_selection_problems(session.config) or state.deselected
+                                or state.own_deselected or LAST_RUN.collection_errors)
+
+
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    text = str(excinfo.value).strip()
+    LAST_RUN.interrupts.append(f"{excinfo.typename}: {text}" if text else excinfo.typename)
+
+
+def pytest_internalerror(excrepr: Any, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    LAST_RUN.internal_error = True
 
 
 # ------------------------------------------------------------------------------------------------ outcomes
@@ -486,6 +631,7 @@ def _row(state: State, item: pytest.Item) -> dict[str, Any]:
             "params": _params(item),
             "outcome": None,
             "expected": item.stash.get(EXPECTED, "pass"),
+            "waiver": item.stash.get(WAIVER, None),
             "message": None,
             "repro": None,
             "hypothesis": None,
@@ -507,6 +653,26 @@ def _skip_reason(rep: pytest.TestReport) -> str:
     return str(rep.longrepr or "")
 
 
+def _report_level(report: pytest.TestReport) -> str | None:
+    for name, value in getattr(report, "user_properties", None) or []:
+        if name == "level":
+            return str(value)
+    return None
+
+
+def is_incompatible(report: pytest.TestReport) -> bool:
+    """A should-level test whose check failed: reported as "incompatible", never as a failure."""
+    return (report.when == "call" and report.failed and not hasattr(report, "wasxfail")
+            and _report_level(report) == "should")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    if isinstance(report, pytest.TestReport) and is_incompatible(report):
+        return "incompatible", "I", ("INCOMPATIBLE", {"yellow": True})
+    return None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
     outcome = yield
@@ -520,9 +686,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     failed_message = _message(call, rep) if rep.failed or hasattr(rep, "wasxfail") else None
 
     if rep.failed and rep.when == "call" and level == "should" and not hasattr(rep, "wasxfail"):
-        rep.outcome = "skipped"
-        rep.wasxfail = "incompatible: " + (summary_line(failed_message) or "should-level check failed")
-        row["outcome"] = "incompatible"
+        row["outcome"] = "incompatible"  # the report stays "failed"; pytest_report_teststatus shows it
         row["message"] = failed_message
     elif rep.when == "setup":
         if rep.failed:
@@ -560,9 +724,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
             item.user_properties.append(("repro", row["repro"]))
     if row["outcome"] in ("failed", "incompatible", "xfailed") and row["hypothesis"] is None:
         row["hypothesis"] = _hypothesis_info(item, row["message"] or "", state)
-    if row["outcome"] == "incompatible" and rep.when == "call":
-        # keep the failure text visible in the terminal summary line
-        rep.longrepr = None
 
 
 # ------------------------------------------------------------------------------------------------ reports
@@ -585,10 +746,11 @@ def _header(state: State, config: pytest.Config) -> dict[str, Any]:
     except Exception:  # noqa: BLE001
         suite_version = "0.0.0"
     exp = state.expectations
+    counters = _kit_session.COUNTERS
     return {
         "suite": {"name": SUITE_NAME, "version": suite_version},
         "spec": {"version": ctx.release, "sha256": ctx.spec.sha256, "path": str(ctx.spec.path)},
-        "backend": {"name": str(getattr(b, "name", "?")), "version": str(getattr(b, "version", "?")),
+        "backend": {"name": backend_display_name(b), "version": str(getattr(b, "version", "?")),
                     "spec": ctx.backend_spec, "capabilities": ctx.caps},
         "environment": {"python": platform.python_version(), "numpy": numpy_version,
                         "platform": platform.platform(), "hostname": socket.gethostname()},
@@ -600,6 +762,8 @@ def _header(state: State, config: pytest.Config) -> dict[str, Any]:
             "expectations": {"path": exp.path if exp else None, "sha256": exp.sha256 if exp else None,
                              "strict": state.strict},
             "argv": list(config.invocation_params.args),
+            "push_calls": int(counters.push_calls),
+            "distinct_layouts": len(counters.layouts),
         },
     }
 
@@ -618,54 +782,131 @@ def uncovered(state: State) -> list[str]:
 def _fallback_verdict(rows: list[dict[str, Any]], clauses: list[dict[str, Any]]) -> dict[str, Any]:
     blocking = sorted({c for r in rows if r["level"] in ("must", "may") and r["outcome"] in ("failed", "error")
                        for c in r["clauses"]})
-    return {"certified": not blocking, "label": "CERTIFIED" if not blocking else "NOT CERTIFIED",
-            "blocking": blocking}
+    return {"certified": False, "label": "NOT CERTIFIED" if blocking else "PARTIAL",
+            "kind": "not_certified" if blocking else "partial", "blocking": blocking}
+
+
+def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict[str, Any]:
+    """Whether the run was full, and if not, why not and which tests were left out (see reports/README.md)."""
+    assert state.ctx is not None
+    config = session.config
+    reasons = _selection_problems(config)
+    spec = state.ctx.spec
+    custom = state.packaged_sha256 is None or spec.sha256 != state.packaged_sha256
+    if custom:
+        reasons.append(f"custom spec {spec.path} (sha256 {spec.sha256[:12]}, the packaged spec's is "
+                       f"{(state.packaged_sha256 or 'unknown')[:12]})")
+    left_out = [{"id": n, "why": WHY_DESELECTED} for n in state.deselected]
+    left_out += [{"id": n, "why": why} for n, why in state.own_deselected.items()]
+    if state.deselected and not any(r.startswith(("-k ", "-m ", "--lf", "--deselect")) for r in reasons):
+        reasons.append(f"{len(state.deselected)} test(s) deselected by a plugin")
+    if LAST_RUN.collection_errors:
+        reasons.append("collection errors in " + ", ".join(LAST_RUN.collection_errors))
+    interrupted = None
+    if LAST_RUN.interrupts or exitstatus == pytest.ExitCode.INTERRUPTED:
+        interrupted = "; ".join(LAST_RUN.interrupts) or str(session.shouldstop or "interrupted")
+        reasons.append(f"interrupted: {interrupted}")
+    elif exitstatus == pytest.ExitCode.INTERNAL_ERROR:
+        interrupted = "internal error"
+        reasons.append("stopped by an internal error")
+    elif session.shouldfail or session.shouldstop:
+        interrupted = str(session.shouldfail or session.shouldstop)
+        reasons.append(f"stopped early: {interrupted}")
+    finished = {n for n in state.order if state.rows[n]["outcome"] is not None}
+    not_run = [n for n in state.selected if n not in finished]
+    if not_run:
+        reasons.append(f"{len(not_run)} selected test(s) not run")
+        left_out += [{"id": n, "why": WHY_NOT_RUN} for n in not_run]
+    return {
+        "full": not reasons and not left_out,
+        "reasons": reasons,
+        "selected": len(state.selected),
+        "left_out": left_out,
+        "interrupted": interrupted,
+        "spec": {"path": str(spec.path), "sha256": spec.sha256, "packaged_sha256": state.packaged_sha256,
+                 "packaged": not custom},
+    }
+
+
+def exit_code_for(verdict: dict[str, Any], report_problem: str | None) -> int:
+    """The kit's exit code for a finished session (see conformance_tests/exitcodes.py)."""
+    if report_problem:
+        return exitcodes.INTERNAL_ERROR
+    kind = verdict.get("kind")
+    if kind is None:  # a verdict without a kind (a fallback): judge by the label
+        kind = "certified" if verdict.get("certified") else "not_certified"
+    return {
+        "certified": exitcodes.CERTIFIED,
+        "certified_with_waivers": exitcodes.CERTIFIED_WITH_WAIVERS,
+        "partial": exitcodes.PARTIAL,
+    }.get(kind, exitcodes.NOT_CERTIFIED)
+
+
+def _expectations_input(state: State) -> dict[str, Any]:
+    exp = state.expectations
+    base = exp.report_section() if exp else {"path": None, "sha256": None, "entries": [], "expired": [],
+                                             "unmatched": []}
+    return {**base, "strict": state.strict, "unexpected_passes": list(state.unexpected_passes)}
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    state = _state(session.config)
-    if state is None or state.ctx is None or session.config.option.collectonly:
+    config = session.config
+    state = _state(config)
+    if state is None or state.ctx is None or config.option.collectonly or _is_worker(config):
+        return
+    try:
+        _finish(session, state, exitstatus)
+    except Exception as exc:  # noqa: BLE001 - never let a kit bug read as a verdict
+        import traceback
+
+        traceback.print_exc()
+        state.report_problem = f"the kit failed while finishing the run: {type(exc).__name__}: {exc}"
+        LAST_RUN.internal_error = True
+        state.exit_code = LAST_RUN.code = session.exitstatus = exitcodes.INTERNAL_ERROR
+
+
+def _finish(session: pytest.Session, state: State, exitstatus: int) -> None:
+    config = session.config
+    assert state.ctx is not None
+    if exitstatus == pytest.ExitCode.USAGE_ERROR:
+        state.exit_code = LAST_RUN.code = session.exitstatus = exitcodes.USAGE_ERROR
         return
     rows = [state.rows[n] for n in state.order if state.rows[n]["outcome"] is not None]
     clauses = _clause_rows(state)
-    exp = state.expectations
-    expectations = {
-        "path": exp.path if exp else None,
-        "sha256": exp.sha256 if exp else None,
-        "strict": state.strict,
-        "unmatched": exp.unmatched() if exp else [],
-        "unexpected_passes": list(state.unexpected_passes),
-    }
-    header = _header(state, session.config)
+    header = _header(state, config)
+    run_info = completeness(state, session, exitstatus)
     try:
         from .report import build_report, write_reports
+        from .report.folders import holds_full_report
     except ImportError as exc:
         state.report_problem = f"reports not written: conformance_tests.report is not available ({exc})"
         state.report = {"verdict": _fallback_verdict(rows, clauses)}
-        return
-    try:
-        state.report = build_report(header, rows, clauses, expectations)
-    except Exception as exc:  # noqa: BLE001 - a report bug must not hide the run's outcome
-        state.report_problem = f"report not built: {type(exc).__name__}: {exc}"
-        state.report = {"verdict": _fallback_verdict(rows, clauses)}
-        return
-    verdict = state.report.get("verdict", {})
-    if not verdict.get("certified", True) and state.full_selection and session.exitstatus == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    if session.config.getoption("no_reports"):
-        return
-    out_dir = session.config.getoption("report_dir") or os.path.join(
-        str(session.config.invocation_params.dir), "reports", _safe(str(getattr(state.ctx.backend, "name", "backend")))
-    )
-    try:
-        paths = write_reports(state.report, Path(out_dir))
-        state.report_paths = {k: str(v) for k, v in (paths or {}).items()}
-    except Exception as exc:  # noqa: BLE001
-        state.report_problem = f"reports not written to {out_dir}: {type(exc).__name__}: {exc}"
-
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "backend"
+    else:
+        try:
+            state.report = build_report(header, rows, clauses, _expectations_input(state), run_info)
+        except Exception as exc:  # noqa: BLE001 - a report bug must not hide the run's outcome
+            state.report_problem = f"report not built: {type(exc).__name__}: {exc}"
+            state.report = {"verdict": _fallback_verdict(rows, clauses)}
+        else:
+            if not config.getoption("no_reports"):
+                full_dir = state.full_dir or _full_folder(config, state.ctx.backend)
+                partial = bool(state.report["verdict"].get("partial"))
+                out_dir = _partial_folder(config, state.ctx.backend, full_dir) if partial else full_dir
+                state.report_dir = out_dir
+                try:
+                    paths = write_reports(state.report, out_dir)
+                    state.report_paths = {k: str(v) for k, v in (paths or {}).items()}
+                except Exception as exc:  # noqa: BLE001
+                    state.report_problem = f"reports not written to {out_dir}: {type(exc).__name__}: {exc}"
+                if partial and out_dir != full_dir and holds_full_report(full_dir):
+                    state.kept_full = full_dir
+    code = exit_code_for(state.report.get("verdict", {}), state.report_problem)
+    if exitstatus == pytest.ExitCode.INTERNAL_ERROR or LAST_RUN.internal_error:
+        code = exitcodes.INTERNAL_ERROR
+    state.exit_code = code
+    LAST_RUN.code = code
+    LAST_RUN.report_dir = str(state.report_dir) if state.report_dir is not None else None
+    session.exitstatus = code
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -673,6 +914,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state is None or state.ctx is None or config.option.collectonly or state.report is None:
         return
     tr = terminalreporter
+    report = state.report
     tr.section("push_cache conformance")
     if state.full_selection:
         missing = uncovered(state)
@@ -687,27 +929,41 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     exp = state.expectations
     if exp is not None:
         unmatched = exp.unmatched()
+        tr.write_line(f"expectations file: {exp.path} (sha256 {exp.sha256})")
+        waived = (report.get("expectations") or {}).get("waived") or []
+        must = len(report.get("verdict", {}).get("waived_must_tests") or [])
+        tr.write_line(f"waived tests: {len(waived)} ({must} must test(s) whose failure or run was waived)")
         tr.write_line("expectations entries that matched nothing: " + (", ".join(unmatched) if unmatched else "none"))
         for e in exp.expired:
             tr.write_line(f"expired expectations entry ignored: {e.describe()}")
     tr.write_line("unexpected passes: " + (", ".join(state.unexpected_passes) if state.unexpected_passes else "none"))
+    counters = _kit_session.COUNTERS
+    tr.write_line(f"push_cache calls: {counters.push_calls}, distinct layouts: {len(counters.layouts)}")
+    comp = report.get("completeness") or {}
+    if comp and not comp.get("full", True):
+        counts = comp.get("left_out_counts") or {}
+        tr.write_line("partial run: " + "; ".join(comp.get("reasons") or []), yellow=True)
+        tr.write_line(f"left out: {comp.get('left_out_count', 0)} test(s)"
+                      + (" (" + ", ".join(f"{n} {why}" for why, n in sorted(counts.items())) + ")" if counts else ""))
     if state.report_problem:
-        tr.write_line(state.report_problem, yellow=True)
+        tr.write_line(state.report_problem, red=True)
     for name, path in sorted(state.report_paths.items()):
         tr.write_line(f"report {name}: {path}")
-    verdict = state.report.get("verdict", {})
+    kept = state.kept_full
+    if kept is not None:
+        tr.write_line(f"the last full report in {kept} is kept (a partial run never overwrites it)")
+    verdict = report.get("verdict", {})
     b = state.ctx.backend
-    who = f"backend {getattr(b, 'name', '?')} {getattr(b, 'version', '?')} against spec {state.ctx.release}"
-    if state.full_selection:
-        blocking = verdict.get("blocking") or []
-        line = f"verdict: {verdict.get('label', '?')} — {who}" + (
-            f"; blocking clauses: {', '.join(blocking)}" if blocking else "")
-        certified = bool(verdict.get("certified"))
-    else:
-        failing = sorted({c for n in state.order for c in state.rows[n]["clauses"]
-                          if state.rows[n]["level"] in ("must", "may")
-                          and state.rows[n]["outcome"] in ("failed", "error")})
-        line = (f"verdict: partial run (a selection of the suite is no certification) — {who}; "
-                + (f"failing blocking clauses: {', '.join(failing)}" if failing else "no blocking failures"))
-        certified = not failing
-    tr.write_line(line, bold=True, green=certified, red=not certified)
+    who = f"backend {backend_display_name(b)} {getattr(b, 'version', '?')} against spec {state.ctx.release}"
+    blocking = verdict.get("blocking") or []
+    line = f"verdict: {verdict.get('label', '?')} — {who}"
+    if verdict.get("label") == "CERTIFIED WITH WAIVERS":
+        line += f"; {len(verdict.get('waived_must_tests') or [])} must test(s) waived"
+    if blocking:
+        line += f"; blocking clauses: {', '.join(blocking)}"
+    kind = verdict.get("kind")
+    tr.write_line(line, bold=True, green=kind == "certified", red=kind == "not_certified",
+                  yellow=kind in ("partial", "certified_with_waivers"))
+    if state.exit_code is not None:
+        meaning = exitcodes.BY_CODE.get(state.exit_code)
+        tr.write_line(f"exit code: {state.exit_code} ({meaning.name if meaning else '?'})")

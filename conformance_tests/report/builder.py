@@ -9,12 +9,19 @@ from typing import Any
 
 from .model import (
     BLOCKING_LEVELS,
+    CERTIFIED,
+    CERTIFIED_DECLARED,
+    CERTIFIED_WITH_WAIVERS,
     CLAUSE_OUTCOMES,
     LEVELS,
-    PARTIAL_LABEL,
+    NOT_CERTIFIED,
+    NOT_CERTIFIED_ERRORS,
+    NOT_CERTIFIED_PARTIAL,
+    PARTIAL,
+    PASSING_TEST_OUTCOMES,
     SCHEMA_VERSION,
     TEST_OUTCOMES,
-    VERDICT_LABELS,
+    WAIVED_TEST_OUTCOMES,
 )
 from .schema import ReportError, validate_report
 
@@ -74,6 +81,7 @@ def _test_row(row: Mapping[str, Any], clause_levels: Mapping[str, str]) -> dict[
     if out["params"] is None:
         out["params"] = {}
     out.setdefault("expected", "pass")
+    out.setdefault("waiver", None)
     out.setdefault("message", None)
     out.setdefault("repro", None)
     out.setdefault("hypothesis", None)
@@ -149,16 +157,98 @@ def _clause_summary(clauses: list[dict[str, Any]]) -> dict[str, int]:
     return summary
 
 
-def compute_verdict(tests: list[dict[str, Any]], clauses: list[dict[str, Any]]) -> dict[str, Any]:
-    """CERTIFIED iff no must/may test failed or errored and no must clause is untested."""
+def completeness_section(completeness: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The report's ``completeness``: was this a full run, and if not, why not and what was left out.
+
+    Without information (hand-made rows, reports of kit 0.1) a run counts as full.
+    """
+    c = jsonable(dict(completeness or {}))
+    left_out = [dict(x) for x in c.get("left_out") or []]
+    counts: dict[str, int] = {}
+    for x in left_out:
+        counts[str(x.get("why", "left out"))] = counts.get(str(x.get("why", "left out")), 0) + 1
+    reasons = _unique(str(r) for r in c.get("reasons") or [])
+    return {
+        "full": bool(c.get("full", not reasons and not left_out)) and not reasons and not left_out,
+        "reasons": reasons,
+        "selected": c.get("selected"),
+        "left_out_count": len(left_out),
+        "left_out_counts": counts,
+        "left_out": left_out,
+        "interrupted": c.get("interrupted"),
+        "spec": c.get("spec"),
+    }
+
+
+def waived_tests(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every test an expectations entry matched, with the entry's reason and expiry."""
+    out = []
+    for t in tests:
+        if t.get("expected", "pass") == "pass":
+            continue
+        w = t.get("waiver") or {}
+        out.append({
+            "test": t["id"],
+            "level": t["level"],
+            "clauses": list(t["clauses"]),
+            "expected": t["expected"],
+            "outcome": t["outcome"],
+            "entry": w.get("entry"),
+            "match": w.get("match"),
+            "reason": w.get("reason"),
+            "expires": w.get("expires"),
+            "link": w.get("link"),
+        })
+    return out
+
+
+def compute_verdict(
+    tests: list[dict[str, Any]],
+    clauses: list[dict[str, Any]],
+    completeness: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The verdict (see reports/README.md, "The verdict").
+
+    CERTIFIED only for a full run in which no must/may test failed or errored, every must clause has a
+    passing test (or, for CERTIFIED (DECLARED CAPABILITIES), only tests the backend's capabilities exclude) and
+    no must test was waived.  A waived must test gives CERTIFIED WITH WAIVERS; a partial run gives PARTIAL or
+    NOT CERTIFIED (PARTIAL RUN); a must clause left with no passing test by waivers or skips is blocking.
+    """
+    full = completeness_section(completeness)["full"]
     blocking_tests = [
         t["id"] for t in tests if t["level"] in BLOCKING_LEVELS and t["outcome"] in ("failed", "error")
     ]
-    failing = {cid for t in tests if t["id"] in set(blocking_tests) for cid in t["clauses"]}
-    blocking = []
+    blocking_set = set(blocking_tests)
+    failing = {cid for t in tests if t["id"] in blocking_set for cid in t["clauses"]}
+    by_clause: dict[str, list[dict[str, Any]]] = {}
+    for t in tests:
+        for cid in t["clauses"]:
+            by_clause.setdefault(cid, []).append(t)
+    blocking: list[str] = []
+    untested: list[str] = []
+    no_passing: list[str] = []  # must clauses whose tests ran into waivers or skips, none passing
+    unchecked: list[str] = []  # must clauses whose tests the backend's capabilities exclude, all of them
     for clause in clauses:
-        if clause["id"] in failing or (clause["level"] == "must" and clause["outcome"] == "untested"):
-            blocking.append(clause["id"])
+        cid = clause["id"]
+        if cid in failing:
+            blocking.append(cid)
+            continue
+        if clause["level"] != "must":
+            continue
+        named = by_clause.get(cid, [])
+        if not named:
+            if full:
+                blocking.append(cid)
+                untested.append(cid)
+            continue
+        outcomes = {t["outcome"] for t in named}
+        if outcomes & PASSING_TEST_OUTCOMES:
+            continue
+        if outcomes == {"not_supported"}:
+            unchecked.append(cid)
+        else:
+            blocking.append(cid)
+            no_passing.append(cid)
     known = {c["id"] for c in clauses}
     blocking += sorted(failing - known)
     should = [c for c in clauses if c["level"] == "should"]
@@ -166,17 +256,60 @@ def compute_verdict(tests: list[dict[str, Any]], clauses: list[dict[str, Any]]) 
     compatibility = (
         round(sum(1 for c in tested if c["outcome"] == "passed") / len(tested), 6) if tested else None
     )
+    waived_must = [
+        t["id"] for t in tests
+        if t["level"] == "must" and t.get("expected", "pass") != "pass" and t["outcome"] in WAIVED_TEST_OUTCOMES
+    ]
     # A run that checked no clause at all certifies nothing.
-    certified = bool(clauses) and not blocking and not blocking_tests
-    # must clauses none of whose tests ran (a capability the backend does not declare, or skipped)
-    unchecked = [c["id"] for c in clauses if c["level"] == "must" and c["outcome"] in ("not_supported", "skipped")]
+    passes = bool(clauses) and not blocking and not blocking_tests
+    only_errors = (
+        bool(blocking_tests)
+        and all(t["outcome"] == "error" for t in tests if t["id"] in blocking_set)
+        and not untested and not no_passing
+    )
+    if not passes:
+        kind = "not_certified"
+        label = NOT_CERTIFIED_PARTIAL if not full else (NOT_CERTIFIED_ERRORS if only_errors else NOT_CERTIFIED)
+    elif not full:
+        kind, label = "partial", PARTIAL
+    elif waived_must:
+        kind, label = "certified_with_waivers", CERTIFIED_WITH_WAIVERS
+    else:
+        kind, label = "certified", (CERTIFIED_DECLARED if unchecked else CERTIFIED)
+
+    reasons: list[str] = []
+    failed_n = sum(1 for t in tests if t["id"] in blocking_set and t["outcome"] == "failed")
+    error_n = len(blocking_tests) - failed_n
+    if failed_n:
+        reasons.append(f"{failed_n} must/may test(s) failed")
+    if error_n:
+        reasons.append(f"{error_n} must/may test(s) ended in error")
+    if untested:
+        reasons.append(f"{len(untested)} must clause(s) untested: no test of this run names them")
+    if no_passing:
+        shown = ", ".join(no_passing[:5]) + (f" and {len(no_passing) - 5} more" if len(no_passing) > 5 else "")
+        reasons.append(f"{len(no_passing)} must clause(s) with no passing test (waived or skipped): {shown}")
+    if not full:
+        reasons.append("partial run: " + "; ".join(completeness_section(completeness)["reasons"]))
+    if waived_must:
+        reasons.append(f"{len(waived_must)} must test(s) waived by the expectations file")
+    if unchecked:
+        reasons.append(f"{len(unchecked)} must clause(s) not checked: the backend does not declare the "
+                       "capability they need")
+    if not clauses:
+        reasons.append("the report lists no clauses")
     return {
-        "certified": certified,
-        "label": PARTIAL_LABEL if certified and unchecked else VERDICT_LABELS[certified],
+        "certified": kind == "certified",
+        "label": label,
+        "kind": kind,
+        "partial": not full,
         "unchecked": unchecked,
         "blocking": blocking,
         "blocking_tests": blocking_tests,
+        "no_passing": no_passing,
+        "waived_must_tests": waived_must,
         "compatibility": compatibility,
+        "reasons": reasons,
     }
 
 
@@ -185,8 +318,13 @@ def build_report(
     tests: Iterable[Mapping[str, Any]],
     clauses: Iterable[Mapping[str, Any]],
     expectations: Mapping[str, Any] | None = None,
+    completeness: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Assemble and validate the canonical report (see docs/architecture.md, section Report)."""
+    """Assemble and validate the canonical report (see docs/architecture.md, section Report).
+
+    ``expectations`` carries ``path``, ``sha256``, ``strict``, ``entries``, ``expired``, ``unmatched`` and
+    ``unexpected_passes``; ``completeness`` says whether the run was full (see :func:`completeness_section`).
+    """
     clauses = list(clauses)
     tests = list(tests)
     _require(clauses, "clauses", ("id", "level"))
@@ -213,12 +351,19 @@ def build_report(
     report["tests"] = test_rows
     report["clauses"] = clause_rows
     report["expectations"] = {
+        "path": expectations.get("path"),
+        "sha256": expectations.get("sha256"),
+        "strict": bool(expectations.get("strict", False)),
+        "entries": jsonable(list(expectations.get("entries") or [])),
+        "expired": jsonable(list(expectations.get("expired") or [])),
+        "waived": waived_tests(test_rows),
         "unmatched": _unique(str(x) for x in expectations.get("unmatched") or []),
         "unexpected_passes": _unique([str(x) for x in expectations.get("unexpected_passes") or []] + xpassed),
     }
+    report["completeness"] = completeness_section(completeness)
     report["summary"] = _summary(test_rows)
     report["clause_summary"] = _clause_summary(clause_rows)
-    report["verdict"] = compute_verdict(test_rows, clause_rows)
+    report["verdict"] = compute_verdict(test_rows, clause_rows, report["completeness"])
     report["warnings"] = _unique(warnings)
     validate_report(report)
     return report

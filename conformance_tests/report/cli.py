@@ -58,6 +58,18 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
+def _na(value: Any) -> str:
+    return "n/a" if value is None else str(value)
+
+
+def _expectations(exp: dict[str, Any]) -> str:
+    if not exp.get("path"):
+        return "none"
+    waived = exp.get("waived") or []
+    return (f"{exp['path']} (sha256 {exp.get('sha256')}), {len(waived)} tests waived, "
+            f"{len(exp.get('expired') or [])} expired entries")
+
+
 def format_summary(report: dict[str, Any]) -> str:
     verdict, summary = report["verdict"], report["summary"]
     backend = f"{report['backend']['name']} {report['backend'].get('version') or ''}".strip()
@@ -66,6 +78,16 @@ def format_summary(report: dict[str, Any]) -> str:
         f"  backend {backend}; spec {report['spec']['version']}; suite {report['suite']['version']}; "
         f"run {report['run'].get('started')} ({float(report['run'].get('duration_s') or 0):.2f} s)",
         f"  compatibility: {format_compatibility(verdict['compatibility'])}",
+        f"  push_cache calls: {_na(report['run'].get('push_calls'))}, "
+        f"distinct layouts: {_na(report['run'].get('distinct_layouts'))}",
+        f"  expectations: {_expectations(report['expectations'])}",
+    ]
+    lines += [f"  why: {r}" for r in verdict.get("reasons") or []]
+    completeness = report.get("completeness") or {}
+    if not completeness.get("full", True):
+        lines.append(f"  partial run: {completeness.get('left_out_count', 0)} test(s) left out; "
+                     + "; ".join(completeness.get("reasons") or []))
+    lines += [
         "",
         f"tests: {summary['tests']}",
     ]

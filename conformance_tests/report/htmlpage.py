@@ -8,7 +8,11 @@ from typing import Any
 
 import jinja2
 
+from .badge import badge_kind
 from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES
+
+#: how many left-out tests the page lists by name (report.json lists them all)
+LEFT_OUT_SHOWN = 500
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -49,6 +53,9 @@ def to_html(report: dict[str, Any]) -> str:
     anchors = {t["id"]: f"test-{i}" for i, t in enumerate(report["tests"])}
     failures = [t for t in report["tests"] if t["outcome"] in ("failed", "error", "incompatible")]
     compat = report["verdict"]["compatibility"]
+    kind = badge_kind(report["verdict"])
+    verdict_class = {"certified": "ok", "certified_declared": "ok", "certified_with_waivers": "waivers",
+                     "partial": "partial"}.get(kind, "bad")
     return (
         _environment()
         .get_template("report.html.j2")
@@ -61,5 +68,7 @@ def to_html(report: dict[str, Any]) -> str:
             failures=failures,
             anchors=anchors,
             compatibility="n/a" if compat is None else f"{compat:.1%}",
+            verdict_class=verdict_class,
+            left_out_shown=LEFT_OUT_SHOWN,
         )
     )

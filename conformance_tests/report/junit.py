@@ -35,6 +35,13 @@ def _short(message: str | None, outcome: str) -> str:
     return first[0][:300] if first else outcome
 
 
+def _waiver_properties(waiver: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    if not waiver:
+        return []
+    return [("waiver.reason", waiver.get("reason") or ""), ("waiver.expires", waiver.get("expires") or "never"),
+            ("waiver.match", waiver.get("match") or ""), ("waiver.link", waiver.get("link") or "")]
+
+
 def to_junit(report: dict[str, Any]) -> str:
     """The report as a JUnit XML document (a string with an XML declaration)."""
     summary = report["summary"]
@@ -55,8 +62,12 @@ def to_junit(report: dict[str, Any]) -> str:
     suite = ET.SubElement(root, "testsuite", attrs)
     props = ET.SubElement(suite, "properties")
     verdict = report["verdict"]
-    for name, value in (
+    exp = report["expectations"]
+    completeness = report.get("completeness") or {"full": True, "reasons": [], "left_out": []}
+    waived = exp.get("waived") or []
+    pairs: list[tuple[str, Any]] = [
         ("verdict", verdict["label"]),
+        ("verdict.kind", verdict.get("kind")),
         ("blocking", " ".join(verdict["blocking"])),
         ("compatibility", verdict["compatibility"]),
         ("spec.version", report["spec"]["version"]),
@@ -65,7 +76,20 @@ def to_junit(report: dict[str, Any]) -> str:
         ("backend.name", report["backend"]["name"]),
         ("backend.version", report["backend"].get("version")),
         ("hypothesis.seed", report["run"].get("hypothesis_seed")),
-    ):
+        ("push_calls", report["run"].get("push_calls")),
+        ("distinct_layouts", report["run"].get("distinct_layouts")),
+        ("run.full", "true" if completeness.get("full", True) else "false"),
+        ("expectations.path", exp.get("path")),
+        ("expectations.sha256", exp.get("sha256")),
+        ("expectations.waived", len(waived)),
+        ("expectations.waived_must", len(verdict.get("waived_must_tests") or [])),
+    ]
+    pairs += [("partial.reason", r) for r in completeness.get("reasons") or []]
+    pairs += [("left_out", f"{x['id']} ({x.get('why')})") for x in completeness.get("left_out") or []]
+    pairs += [("expectations.expired",
+               f"entries[{e['index']}] match={e['match']} outcome={e['outcome']} expired {e.get('expires')}: "
+               f"{e.get('reason')}") for e in exp.get("expired") or []]
+    for name, value in pairs:
         ET.SubElement(props, "property", {"name": name, "value": _clean("" if value is None else value)})
 
     for test in report["tests"]:
@@ -79,6 +103,7 @@ def to_junit(report: dict[str, Any]) -> str:
             ("level", test["level"]),
             ("clauses", " ".join(test["clauses"])),
             ("expected", test["expected"]),
+            *_waiver_properties(test.get("waiver")),
         ):
             ET.SubElement(tprops, "property", {"name": pname, "value": _clean(pvalue)})
         outcome = test["outcome"]

@@ -69,24 +69,96 @@ def _failure_section(title: str, tests: list[dict[str, Any]], note: str) -> list
     return lines
 
 
+#: how many left-out tests the summary lists by name (report.json lists them all)
+LEFT_OUT_SHOWN = 200
+
+
+def _mark(verdict: dict[str, Any]) -> str:
+    if verdict["certified"]:
+        return "✅"
+    return {"certified_with_waivers": "⚠️", "partial": "◐"}.get(str(verdict.get("kind")), "❌")
+
+
+def expectations_line(exp: dict[str, Any]) -> str:
+    if not exp.get("path"):
+        return "none" + (" (--strict-expectations: no waivers allowed)" if exp.get("strict") else "")
+    waived = exp.get("waived") or []
+    must = sum(1 for w in waived if w.get("level") == "must")
+    return (f"{_code(exp['path'])} (sha256 {_code(exp.get('sha256') or 'unknown')}): "
+            f"{len(exp.get('entries') or [])} entries, {len(exp.get('expired') or [])} expired, "
+            f"{len(waived)} tests waived ({must} must)")
+
+
+def _counters_line(run: dict[str, Any]) -> str:
+    calls, layouts = run.get("push_calls"), run.get("distinct_layouts")
+    return (f"push_cache calls: {'n/a' if calls is None else calls}, "
+            f"distinct layouts: {'n/a' if layouts is None else layouts}")
+
+
+def _completeness_section(report: dict[str, Any]) -> list[str]:
+    c = report.get("completeness") or {}
+    if c.get("full", True):
+        return []
+    lines = ["", "## Partial run", "",
+             "This run is not a certification: it did not run every test of the release against the packaged "
+             "spec. Its reports are written beside the last full report, never over it.", ""]
+    lines += [f"- {_cell(r)}" for r in c.get("reasons") or []]
+    counts = c.get("left_out_counts") or {}
+    lines += ["", f"Left out: {c.get('left_out_count', 0)} test(s)"
+              + (" (" + ", ".join(f"{n} {_cell(why)}" for why, n in sorted(counts.items())) + ")" if counts else "")]
+    left = c.get("left_out") or []
+    if left:
+        lines.append("")
+        lines += [f"- {_code(x['id'])} ({_cell(x.get('why'))})" for x in left[:LEFT_OUT_SHOWN]]
+        if len(left) > LEFT_OUT_SHOWN:
+            lines.append(f"- … and {len(left) - LEFT_OUT_SHOWN} more (listed in report.json)")
+    return lines
+
+
+def _waivers_section(report: dict[str, Any]) -> list[str]:
+    exp = report["expectations"]
+    if not exp.get("path") and not exp.get("waived"):
+        return []
+    lines = ["", "## Expectations file (waivers)", "", f"- **File:** {expectations_line(exp)}"]
+    waived = exp.get("waived") or []
+    if waived:
+        lines += ["", f"### Waived tests ({len(waived)})", ""]
+        lines += _table(
+            ["test", "level", "outcome", "reason", "expires", "entry"],
+            [[_code(w["test"]), w["level"], w["outcome"], _cell(w.get("reason")), _cell(w.get("expires") or "never"),
+              _cell(w.get("match"))] for w in waived],
+        )
+    expired = exp.get("expired") or []
+    if expired:
+        lines += ["", f"### Expired entries, ignored ({len(expired)})", ""]
+        lines += [f"- entries[{e['index']}] {_code(e['match'])} {e['outcome']}, expired {_cell(e.get('expires'))}: "
+                  f"{_cell(e.get('reason'))}" for e in expired]
+    return lines
+
+
 def to_markdown(report: dict[str, Any]) -> str:
     """A human summary: verdict, counts, blocking clauses, failures with their reproduction."""
     verdict, summary = report["verdict"], report["summary"]
     spec, backend, suite, run = report["spec"], report["backend"], report["suite"], report["run"]
-    mark = "✅" if verdict["certified"] else "❌"
     lines = [
-        f"# push_cache conformance: {mark} {verdict['label']}",
+        f"# push_cache conformance: {_mark(verdict)} {verdict['label']}",
         "",
         f"- **Backend:** {_code(backend['name'])} {_cell(backend.get('version'))}",
         f"- **Spec:** {_cell(spec['version'])} (sha256 {_code(spec.get('sha256') or 'unknown')})",
         f"- **Suite:** {_cell(suite['name'])} {_cell(suite['version'])}",
         f"- **Run:** started {_cell(run.get('started'))}, {float(run.get('duration_s') or 0):.2f} s, "
-        f"hypothesis profile {_code(run.get('hypothesis_profile'))}, seed {_code(run.get('hypothesis_seed'))}",
+        f"hypothesis profile {_code(run.get('hypothesis_profile'))}, seed {_code(run.get('hypothesis_seed'))}; "
+        + _counters_line(run),
+        f"- **Expectations:** {expectations_line(report['expectations'])}",
         f"- **Compatibility (should-clauses passed):** {format_compatibility(verdict['compatibility'])}",
         "",
-        "## Test outcomes",
-        "",
     ]
+    if verdict.get("reasons"):
+        lines += ["Why: " + "; ".join(_cell(r) for r in verdict["reasons"]), ""]
+    lines += _completeness_section(report)
+    if lines[-1]:
+        lines.append("")
+    lines += ["## Test outcomes", ""]
     lines += _table(
         ["tests", *TEST_OUTCOMES], [[str(summary["tests"])] + [str(summary[o]) for o in TEST_OUTCOMES]]
     )
@@ -111,9 +183,13 @@ def to_markdown(report: dict[str, Any]) -> str:
         lines.append("None.")
     if verdict.get("blocking_tests"):
         lines += ["", f"Blocking tests: {len(verdict['blocking_tests'])} (listed under Failures)."]
+    if verdict.get("no_passing"):
+        lines += ["", "## Must clauses with no passing test", "",
+                  "Their tests were waived or skipped, none passed, so they block certification:", ""]
+        lines += [f"- {_code(cid)}" for cid in verdict["no_passing"]]
     if verdict.get("unchecked"):
         lines += ["", "## Must clauses not checked", "",
-                  "None of their tests ran (a capability the backend does not declare, or skipped):", ""]
+                  "None of their tests ran: the backend does not declare a capability they need:", ""]
         lines += [f"- {_code(cid)}" for cid in verdict["unchecked"]]
     tests = report["tests"]
     lines += _failure_section(
@@ -126,9 +202,10 @@ def to_markdown(report: dict[str, Any]) -> str:
         [t for t in tests if t["outcome"] == "incompatible"],
         "Should-level clauses the backend does not meet. They do not block certification.",
     )
+    lines += _waivers_section(report)
     expectations = report["expectations"]
     if expectations["unmatched"] or expectations["unexpected_passes"]:
-        lines += ["", "## Expectations", ""]
+        lines += ["", "## Expectations: unmatched entries and unexpected passes", ""]
         lines += [f"- unmatched entry: {_code(x)}" for x in expectations["unmatched"]]
         lines += [f"- unexpected pass: {_code(x)}" for x in expectations["unexpected_passes"]]
     if report.get("warnings"):

@@ -1,4 +1,4 @@
-"""Write the report and every format derived from it into one folder."""
+"""Write the report and every format derived from it into one folder (as one set: see folders.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .badge import to_badge
+from .folders import folder_lock, write_files
 from .htmlpage import to_html
 from .junit import to_junit
 from .markdown import to_markdown
@@ -22,31 +23,37 @@ def dumps(data: Any) -> str:
 
 
 def _write(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}-{id(text):x}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path
 
 
-def render_derived(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
-    """Write junit.xml, summary.md, index.html and badge.json (from the JSON alone)."""
-    validate_report(report)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    texts = {
+def derived_texts(report: dict[str, Any]) -> dict[str, str]:
+    """junit.xml, summary.md, index.html and badge.json as text (from the JSON alone)."""
+    return {
         "junit.xml": to_junit(report),
         "summary.md": to_markdown(report),
         "index.html": to_html(report),
         "badge.json": dumps(to_badge(report)),
     }
-    return {name: _write(out_dir / name, text) for name, text in texts.items()}
+
+
+def render_derived(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+    """Write junit.xml, summary.md, index.html and badge.json (from the JSON alone) under the folder's lock.
+
+    The folder usually holds the report.json they are made from, so the files are replaced one by one.
+    """
+    validate_report(report)
+    texts = derived_texts(report)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with folder_lock(out_dir):
+        return {name: _write(out_dir / name, text) for name, text in texts.items()}
 
 
 def write_reports(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
-    """Write report.json first, then the derived formats; returns {file name: path}."""
+    """Write report.json and the derived formats into ``out_dir`` as one set; returns {file name: path}."""
     validate_report(report)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {REPORT_JSON: _write(out_dir / REPORT_JSON, dumps(report))}
-    paths.update(render_derived(report, out_dir))
-    return paths
+    texts = {REPORT_JSON: dumps(report), **derived_texts(report)}
+    return write_files(texts, Path(out_dir))

@@ -110,12 +110,14 @@ def every_outcome_rows() -> list[dict[str, Any]]:
     ]
 
 
-def make_report(tests: list[dict[str, Any]], clauses: list[dict[str, Any]] | None = None, **exp: Any):
+def make_report(tests: list[dict[str, Any]], clauses: list[dict[str, Any]] | None = None,
+                completeness: dict[str, Any] | None = None, **exp: Any):
     return build_report(
         copy.deepcopy(HEADER),
         copy.deepcopy(tests),
         copy.deepcopy(CLAUSES if clauses is None else clauses),
         exp,
+        completeness,
     )
 
 

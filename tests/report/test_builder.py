@@ -56,14 +56,18 @@ def test_every_outcome_clause_outcomes(every_report):
 def test_every_outcome_verdict(every_report):
     verdict = every_report["verdict"]
     assert verdict["certified"] is False
-    assert verdict["label"] == "NOT CERTIFIED"
-    # clause order; a failing may-test blocks; a not_supported or should clause does not
+    assert verdict["label"] == "NOT CERTIFIED" and verdict["kind"] == "not_certified"
+    # clause order; a failing may-test blocks; a not_supported or should clause does not; a must clause whose
+    # only test was waived (xfailed) has no passing test and blocks too
     assert verdict["blocking"] == [
         P + "param.src_batch_index.type",
+        P + "remote.unknown_cache",
         P + "order.tensor_order",
         P + "config.mem_pool",
         P + "safety.guard_bytes",
     ]
+    assert verdict["no_passing"] == [P + "remote.unknown_cache"]
+    assert verdict["unchecked"] == [P + "timeout.delay"]
     assert len(verdict["blocking_tests"]) == 3
     assert verdict["compatibility"] == 0.5  # layer_range incompatible, unlinked passed, dtype_sizes untested
 
@@ -94,11 +98,17 @@ def test_all_passing_certified(passing_report):
     assert verdict == {
         "certified": True,
         "label": "CERTIFIED",
+        "kind": "certified",
+        "partial": False,
         "unchecked": [],
         "blocking": [],
         "blocking_tests": [],
+        "no_passing": [],
+        "waived_must_tests": [],
         "compatibility": 1.0,
+        "reasons": [],
     }
+    assert passing_report["completeness"]["full"] is True
 
 
 def test_should_failures_and_not_supported_do_not_block(kit):
@@ -108,8 +118,8 @@ def test_should_failures_and_not_supported_do_not_block(kit):
     report = kit.make_report(rows)
     assert report["verdict"]["certified"] is True
     assert report["verdict"]["compatibility"] == pytest.approx(2 / 3)
-    # a must clause none of whose tests ran is listed, and the label says the certification is partial
-    assert report["verdict"]["label"] == "CERTIFIED (PARTIAL)"
+    # a must clause none of whose tests the backend's capabilities allow is listed, and the label says so
+    assert report["verdict"]["label"] == "CERTIFIED (DECLARED CAPABILITIES)"
     assert report["verdict"]["unchecked"] == [kit.CLAUSES[4]["id"]]
 
 

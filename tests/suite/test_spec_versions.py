@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conformance_tests.exitcodes import USAGE_ERROR
+
 ROOT = Path(__file__).resolve().parents[2]
 LEGACY = "tests.suite.fakes.legacy_backend:backend"
 
@@ -33,7 +35,7 @@ def test_a_backend_is_certified_against_the_release_it_declares(tmp_path):
 
 def test_a_release_the_backend_does_not_declare_is_refused(tmp_path):
     proc, _ = _certify(tmp_path, "--backend", LEGACY, "--spec-version", "9.0.0")
-    assert proc.returncode == 4
+    assert proc.returncode == USAGE_ERROR
     assert "9.0.0" in proc.stdout + proc.stderr
 
 

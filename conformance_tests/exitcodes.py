@@ -1,0 +1,88 @@
+"""The exit codes of ``python -m conformance_tests certify`` (and of pytest runs with the kit's plugin).
+
+Each code has exactly one meaning.  The README's "## Exit codes" table is checked against ``EXIT_CODES`` by a
+self-test (``tests/suite/test_verdicts.py``), and ``certify --help`` prints the same table.
+
+Precedence, when more than one applies: usage error, adapter error, internal error (including "the reports
+could not be written"), not certified, partial, certified with waivers, certified.  A partial run that found a
+blocking failure exits 1: a defect found is a defect, however few tests ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+CERTIFIED = 0
+NOT_CERTIFIED = 1
+USAGE_ERROR = 2
+ADAPTER_ERROR = 3
+INTERNAL_ERROR = 4
+PARTIAL = 5
+CERTIFIED_WITH_WAIVERS = 6
+
+
+class ExitCode(NamedTuple):
+    code: int
+    name: str
+    meaning: str
+
+
+EXIT_CODES: tuple[ExitCode, ...] = (
+    ExitCode(CERTIFIED, "CERTIFIED",
+             "certified: a full run, nothing waived at must level, no must or may test failed or errored"),
+    ExitCode(NOT_CERTIFIED, "NOT_CERTIFIED",
+             "not certified: a must or may test failed or errored, or a must clause has no passing test "
+             "(untested, or all its tests waived or skipped); also a partial run that found such a failure"),
+    ExitCode(USAGE_ERROR, "USAGE_ERROR",
+             "usage or input error: bad option, unknown backend, bad spec or expectations file, "
+             "unwritable report folder (one line on stderr; nothing was run)"),
+    ExitCode(ADAPTER_ERROR, "ADAPTER_ERROR",
+             "adapter error: the smoke check failed (one valid push on the baseline scenario); no tests ran"),
+    ExitCode(INTERNAL_ERROR, "INTERNAL_ERROR",
+             "internal error: an INTERNALERROR in pytest or the kit, or the reports could not be written"),
+    ExitCode(PARTIAL, "PARTIAL",
+             "partial run, no blocking failure: -k, -m, --deselect, --clauses, test paths, a custom --spec, "
+             "an interrupt or tests not run; written beside the full report, never over it"),
+    ExitCode(CERTIFIED_WITH_WAIVERS, "CERTIFIED_WITH_WAIVERS",
+             "certified with waivers: a full run that would certify, but the expectations file waived "
+             "(xfail or skip) at least one must test"),
+)
+
+BY_CODE = {e.code: e for e in EXIT_CODES}
+
+
+def markdown_table() -> str:
+    """The table the README's "## Exit codes" section carries (``| code | name | meaning |``)."""
+    lines = ["| code | name | meaning |", "|---|---|---|"]
+    lines += [f"| {e.code} | `{e.name}` | {e.meaning} |" for e in EXIT_CODES]
+    return "\n".join(lines) + "\n"
+
+
+def text_table() -> str:
+    """The same table for a terminal (``certify --help``)."""
+    return "\n".join(f"  {e.code}  {e.name:<23} {e.meaning}" for e in EXIT_CODES) + "\n"
+
+
+@dataclass
+class RunResult:
+    """What the last pytest session decided, for the certify CLI (pytest's own exit codes overlap the kit's).
+
+    The plugin fills it in; it lives here so that the CLI can read it without importing the plugin (and with
+    it hypothesis) before pytest starts, which would keep pytest from rewriting those modules' asserts.
+    """
+
+    code: int | None = None
+    internal_error: bool = False
+    report_dir: str | None = None
+    # seen by hooks that get neither the config nor the session
+    collection_errors: list[str] = field(default_factory=list)
+    interrupts: list[str] = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.code, self.internal_error, self.report_dir = None, False, None
+        self.collection_errors.clear()
+        self.interrupts.clear()
+
+
+LAST_RUN = RunResult()

@@ -1,0 +1,21 @@
+"""Fake backend that leaves a non-daemon thread running: each cluster it opens starts one that never ends.
+
+A process whose non-daemon threads are alive does not exit by itself; the certify program must still end
+after writing its reports."""
+
+from __future__ import annotations
+
+import threading
+
+from _proxy import ProxyBackend
+
+_NEVER = threading.Event()
+
+
+class LeakyBackend(ProxyBackend):
+    def open_cluster(self, node_specs):  # noqa: ANN001, ANN201
+        threading.Thread(target=_NEVER.wait, name="leaked-by-fake-backend", daemon=False).start()
+        return super().open_cluster(node_specs)
+
+
+backend = LeakyBackend("fake-leaky-thread")

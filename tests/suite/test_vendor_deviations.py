@@ -1,0 +1,65 @@
+"""The vendor's departures from the documentation, as executable facts: certifying the vendor-mode reference
+fails exactly the clauses whose ``deviation:`` records a departure — nothing more, nothing less — and the
+report shows the recorded deviation beside each such failure.  The plain reference certifies."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance_tests.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _certify(backend: str, out: Path) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", backend,
+                           "--report-dir", str(out), "-q", "-p", "no:warnings"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    path = out / "report.json"
+    assert path.is_file(), f"no report for {backend} (exit {proc.returncode}): {proc.stdout[-1500:]}{proc.stderr[-800:]}"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def vendor_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("vendor")
+    _certify("reference-vendor", out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def vendor(vendor_dir) -> dict:
+    return json.loads((vendor_dir / "report.json").read_text(encoding="utf-8"))
+
+
+def test_vendor_mode_fails_exactly_the_recorded_deviations(vendor):
+    spec = load_spec().for_release(vendor["spec"]["version"])
+    recorded = {c.id for c in spec.clauses if c.deviation}
+    judged = {c["id"] for c in vendor["clauses"] if c["outcome"] in ("failed", "incompatible")}
+    errors = [t["id"] for t in vendor["tests"] if t["outcome"] == "error"]
+    assert not errors, f"setup errors are no verdict: {errors}"
+    assert judged == recorded, (f"failing but no deviation recorded: {sorted(judged - recorded)}; "
+                                f"deviation recorded but not failing: {sorted(recorded - judged)}")
+    assert vendor["verdict"]["certified"] is False
+
+
+def test_the_report_shows_the_recorded_deviation_beside_each_failure(vendor, vendor_dir):
+    deviations = {c.id: c.deviation for c in load_spec().clauses if c.deviation}
+    rows = {c["id"]: c for c in vendor["clauses"]}
+    summary = (vendor_dir / "summary.md").read_text(encoding="utf-8")
+    page = (vendor_dir / "index.html").read_text(encoding="utf-8")
+    for clause_id, text in deviations.items():
+        assert rows[clause_id].get("deviation") == text, clause_id
+        assert text in summary, f"summary.md does not show the deviation of {clause_id}"
+        assert clause_id in page and "known departure" in page
+
+
+def test_the_plain_reference_certifies(tmp_path):
+    report = _certify("reference", tmp_path)
+    assert report["verdict"]["certified"] is True, report["verdict"]
+    assert not [c["id"] for c in report["clauses"] if c["outcome"] in ("failed", "incompatible")]
