@@ -61,7 +61,8 @@ class Observation:
         """Live caches (except ``skip``) that changed, guard bands that changed, freed regions that changed."""
         out: list[str] = []
         for name, before in self.tb.before.items():
-            if name not in skip and name in self.tb.caches:
+            info = self.tb.caches.get(name)
+            if name not in skip and info is not None and info.node_name not in self.tb.dead:  # a dead node shows nothing
                 out += oracle.diff(before, self.after(name), f"{name} (must be unchanged)")
         return out + self.tb.guard_violations() + self.tb.freed_violations()
 

@@ -54,6 +54,18 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
 )
 settings.register_profile(
+    "quick",  # a twentieth of the examples per stream: for slow backends (node processes); never a certification
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=2,
+    print_blob=False,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+#: the examples per stream a certification needs (the certify profile's); a profile with fewer makes a run partial
+CERTIFY_EXAMPLES = 40
+settings.register_profile(
     "explore",
     derandomize=False,
     deadline=None,
@@ -166,7 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
             settings.get_profile(profile)
         except Exception:  # noqa: BLE001
             raise pytest.UsageError(
-                f"--hypothesis-profile {profile}: unknown profile (use certify or explore)"
+                f"--hypothesis-profile {profile}: unknown profile (use certify, explore or quick)"
             ) from None
         state.profile = profile
     else:
@@ -660,14 +672,21 @@ def _report_level(report: pytest.TestReport) -> str | None:
     return None
 
 
+def is_setup_error(report: pytest.TestReport) -> bool:
+    """The scenario could not be built or observed (a HarnessError): an error, never a verdict."""
+    return any(name == "setup_error" for name, _ in getattr(report, "user_properties", None) or [])
+
+
 def is_incompatible(report: pytest.TestReport) -> bool:
     """A should-level test whose check failed: reported as "incompatible", never as a failure."""
     return (report.when == "call" and report.failed and not hasattr(report, "wasxfail")
-            and _report_level(report) == "should")
+            and _report_level(report) == "should" and not is_setup_error(report))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    if isinstance(report, pytest.TestReport) and report.when == "call" and report.failed and is_setup_error(report):
+        return "error", "E", ("ERROR", {"red": True})
     if isinstance(report, pytest.TestReport) and is_incompatible(report):
         return "incompatible", "I", ("INCOMPATIBLE", {"yellow": True})
     return None
@@ -684,8 +703,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     row["duration_s"] += float(rep.duration or 0.0)
     level = item.stash.get(LEVEL, "must")
     failed_message = _message(call, rep) if rep.failed or hasattr(rep, "wasxfail") else None
+    if rep.failed and rep.when == "call" and call.excinfo is not None and call.excinfo.errisinstance(HarnessError):
+        rep.user_properties.append(("setup_error", str(getattr(call.excinfo.value, "step", ""))))
 
-    if rep.failed and rep.when == "call" and level == "should" and not hasattr(rep, "wasxfail"):
+    if rep.failed and rep.when == "call" and is_setup_error(rep):
+        # the scenario could not be built or observed: no conformance judgement either way
+        row["outcome"] = "error"
+        row["message"] = f"setup error (not a verdict): {call.excinfo.value if call.excinfo else ''}"
+    elif rep.failed and rep.when == "call" and level == "should" and not hasattr(rep, "wasxfail"):
         row["outcome"] = "incompatible"  # the report stays "failed"; pytest_report_teststatus shows it
         row["message"] = failed_message
     elif rep.when == "setup":
@@ -770,7 +795,8 @@ def _header(state: State, config: pytest.Config) -> dict[str, Any]:
 
 def _clause_rows(state: State) -> list[dict[str, Any]]:
     assert state.ctx is not None
-    return [{"id": c.id, "level": c.level, "family": c.family, "title": c.title}
+    return [{"id": c.id, "level": c.level, "family": c.family, "title": c.title,
+             **({"deviation": c.deviation} if c.deviation else {})}
             for c in state.ctx.selected.clauses]
 
 
@@ -798,6 +824,9 @@ def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict
                        f"{(state.packaged_sha256 or 'unknown')[:12]})")
     left_out = [{"id": n, "why": WHY_DESELECTED} for n in state.deselected]
     left_out += [{"id": n, "why": why} for n, why in state.own_deselected.items()]
+    if settings.default.max_examples < CERTIFY_EXAMPLES:
+        reasons.append(f"hypothesis profile {state.profile}: {settings.default.max_examples} examples per stream unit, "
+                       f"fewer than certification's {CERTIFY_EXAMPLES}")
     if state.deselected and not any(r.startswith(("-k ", "-m ", "--lf", "--deselect")) for r in reasons):
         reasons.append(f"{len(state.deselected)} test(s) deselected by a plugin")
     if LAST_RUN.collection_errors:

@@ -212,6 +212,7 @@ class Testbed:
         self.remote_id = int(self.scenario["remote"]["cluster_id"])
         self._extra: dict[str, Value] = {}
         self._closed = False
+        self.dead: set[str] = set()  # nodes killed by an injected fault: their memory can no longer be observed
         session.RECORDER.world = self
 
     # ------------------------------------------------------------------------------------------ set-up
@@ -334,6 +335,8 @@ class Testbed:
     def inject(self, node_name: str, fault: Mapping[str, Any]) -> None:
         self._step(f"{node_name}.inject", self.rec.invoke, None, Value(self.node(node_name), node_name), "inject",
                    lit(dict(fault)))
+        if fault.get("kind") == "kill_node":
+            self.dead.add(node_name)
 
     def deallocate(self, name: str) -> None:
         """Free cache ``name``; with raw memory its old region stays watched (nothing may write there)."""
@@ -511,6 +514,8 @@ class Testbed:
         out = []
         infos = list(self.caches.values()) + [f.info for f in self.freed]
         for info in infos:
+            if info.node_name in self.dead:
+                continue
             for i, addr in enumerate(info.guarded or []):
                 for label, where in (("before", addr - GUARD_BYTES), ("after", addr + info.nbytes)):
                     got = self.read_memory(info.node_name, where, GUARD_BYTES)
@@ -525,7 +530,7 @@ class Testbed:
 
         out = []
         for f in self.freed:
-            if f.before:
+            if f.before and f.info.node_name not in self.dead:
                 now = [self.read_memory(f.info.node_name, a, f.info.nbytes) for a in f.addrs]
                 out += diff(f.before, now, f"freed memory of {f.info.name}")
         return out

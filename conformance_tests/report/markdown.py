@@ -179,6 +179,8 @@ def to_markdown(report: dict[str, Any]) -> str:
             lines.append(
                 f"- {_code(cid)} ({clause.get('level', '?')}, {why}) {_cell(clause.get('title', ''))}"
             )
+            if clause.get("deviation"):
+                lines.append(f"  - known departure (the spec records it): {_cell(clause['deviation'])}")
     else:
         lines.append("None.")
     if verdict.get("blocking_tests"):
