@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,8 @@ class OracleError(Exception):
 
 def element_size(data_type: str, types: Mapping[str, object]) -> int:
     """Bytes per element of ``data_type``, read from the spec's ``types.DataType`` table."""
-    members = ((types.get("DataType") or {}).get("members") or {})  # type: ignore[union-attr]
+    table: Any = types.get("DataType") or {}
+    members = table.get("members") or {}
     entry = members.get(data_type)
     if not isinstance(entry, Mapping) or not isinstance(entry.get("size"), int):
         raise OracleError(f"the spec's DataType table gives no size for {data_type!r}")

@@ -314,7 +314,7 @@ def _unchanged_lines(clause_id: str) -> list[str]:
             f"    assert (got == want).all(), f\"{clause_id}: dst tensor {{t}} changed by a refused call\""]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parse_frozen(key: Any) -> Expectation:
     return _parse(_thaw(key))
 

@@ -824,8 +824,9 @@ def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict
                        f"{(state.packaged_sha256 or 'unknown')[:12]})")
     left_out = [{"id": n, "why": WHY_DESELECTED} for n in state.deselected]
     left_out += [{"id": n, "why": why} for n, why in state.own_deselected.items()]
-    if settings.default.max_examples < CERTIFY_EXAMPLES:
-        reasons.append(f"hypothesis profile {state.profile}: {settings.default.max_examples} examples per stream unit, "
+    examples = settings().max_examples  # the loaded profile's
+    if examples < CERTIFY_EXAMPLES:
+        reasons.append(f"hypothesis profile {state.profile}: {examples} examples per stream unit, "
                        f"fewer than certification's {CERTIFY_EXAMPLES}")
     if state.deselected and not any(r.startswith(("-k ", "-m ", "--lf", "--deselect")) for r in reasons):
         reasons.append(f"{len(state.deselected)} test(s) deselected by a plugin")

@@ -26,6 +26,8 @@ from . import outcomes, session, strategies, violations
 from .outcomes import Expectation, Observation, Raises, Succeeds
 from .recorder import lit
 from .testbed import (
+    CacheInfo,
+    Call,
     HarnessError,
     Outcome,
     Testbed,
@@ -485,16 +487,17 @@ def run_concurrent(clause: Any, item: Item) -> None:
     scenario = deep_merge(scenario_for(ctx.spec, clause), {"link": False})
     expectation = outcomes.parse(clause.expect)
     with opened(scenario, clause.id) as tb:
-        dsts = [tb.dst]
+        assert tb.dst is not None and tb.src is not None
+        dsts: list[CacheInfo] = [tb.dst]
         for i in range(1, n):
             info = tb.make_cache(f"dst{i}", "remote", scenario["dst"], guard=True)
             tb.fill_sentinel(info)
             dsts.append(info)
         tb.link()
-        calls = []
+        calls: list[Call] = []
         for info in dsts:
             tb.dst = info
-            calls.append(tb.call({"src_batch_index": len(calls) % tb.src.batch}))  # type: ignore[union-attr]
+            calls.append(tb.call({"src_batch_index": len(calls) % tb.src.batch}))
         results: list[Any] = [None] * n
         barrier = threading.Barrier(n)
 
@@ -541,7 +544,13 @@ def examples(kind: str) -> int:
     """Examples per stream of ``kind``: the spec's count, scaled by the hypothesis profile (certify: as written)."""
     counts = session.current().spec.generation.get("examples") or {}
     n = int(counts.get(kind, BASE_EXAMPLES))
-    return max(1, n * settings.default.max_examples // BASE_EXAMPLES)
+    return max(1, n * _profile().max_examples // BASE_EXAMPLES)
+
+
+def _profile() -> settings:
+    current = settings.default
+    assert current is not None  # hypothesis always has a loaded profile
+    return current
 
 
 #: seconds each example of a stream adds to its test's time bound (a hung push is caught sooner, per call)
@@ -559,7 +568,7 @@ def run_stream(clause_id: str, key: str, count: int, strategy: st.SearchStrategy
     def stream(example: Any) -> None:
         body(example)
 
-    if settings.default.derandomize:
+    if _profile().derandomize:
         stream = seed(stream_seed(clause_id, key))(stream)
     stream()
 

@@ -181,7 +181,10 @@ def layouts(draw: Any, dom: Domain, *, data_type: str | None = None, transfer: t
     dst_inner = reshape(draw, inner, dom)
     extra_layers = 0 if same_tensors else draw(st.sampled_from([0, 0, 1, 2]), label="extra dst layers")
     dst_total = total + extra_layers * tnpl
-    reg = (lambda what: draw(st.booleans(), label=f"{what} registered") if dom.can_register else False)
+
+    def reg(what: str) -> bool:
+        return bool(draw(st.booleans(), label=f"{what} registered")) if dom.can_register else False
+
     src = Side(total, (src_batch, *inner), dtype, src_p, reg("src"))
     dst = Side(dst_total, (dst_batch, *dst_inner), dtype, dst_p,
                dom.can_register and dst_register if dst_register is not None else reg("dst"))
