@@ -16,19 +16,10 @@ from pathlib import Path
 import pytest
 
 from conformance_tests.exitcodes import ADAPTER_ERROR, NOT_CERTIFIED, PARTIAL, USAGE_ERROR
+from tests.certify_runner import certify
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = Path(__file__).resolve().parent / "fakes"
-
-
-def certify(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(FAKES), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.pop("PUSH_CACHE_BACKEND", None)
-    return subprocess.run(
-        [sys.executable, "-m", "conformance_tests", "certify", "-p", "no:warnings", *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
-    )
 
 
 def output(proc: subprocess.CompletedProcess[str]) -> str:

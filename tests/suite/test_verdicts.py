@@ -28,20 +28,11 @@ from conformance_tests.exitcodes import (
     USAGE_ERROR,
 )
 from conformance_tests.report.folders import REPORT_FILES
+from tests.certify_runner import certify
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = Path(__file__).resolve().parent / "fakes"
 SMALL = "push_cache.signature.*"  # a handful of fast tests, for runs that need only a few
-
-
-def certify(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(FAKES), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.pop("PUSH_CACHE_BACKEND", None)
-    return subprocess.run(
-        [sys.executable, "-m", "conformance_tests", "certify", "-p", "no:warnings", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-    )
 
 
 def output(proc: subprocess.CompletedProcess[str]) -> str:
