@@ -116,7 +116,7 @@ def opened(scenario: Mapping[str, Any], clause_id: str, **kw: Any) -> Iterator[T
     """A testbed for ``scenario``; a failure while building it is a setup error, not a verdict."""
     ctx = session.current()
     tb = Testbed(ctx.backend, scenario, backend_spec=ctx.backend_spec, caps=ctx.caps, types=ctx.spec.types,
-                 params=ctx.params, default_tnpl=_default_tnpl(), **kw)
+                 params=ctx.params, default_tnpl=_default_tnpl(), all_params=_all_params(), **kw)
     try:
         tb.open()
         yield tb
@@ -261,9 +261,21 @@ def run_call(clause: Any, item: Item) -> None:
         judge(tb, call, outcome, expectation, clause.id, case.name, settle_until=outcome.started + delay + 0.05)
 
 
-def _all_params() -> set[str]:
+def _all_params() -> tuple[str, ...]:
+    """Every parameter name of every release's signature, in the spec's order (the newest signature first)."""
     spec = session.current().spec
-    return {p["name"] for entry in spec.signature for p in entry.get("parameters", [])}
+    names: dict[str, None] = {}
+    for entry in reversed(spec.signature):
+        for p in entry.get("parameters", []):
+            if p.get("kind") != "var_keyword":
+                names.setdefault(p["name"], None)
+    for entry in spec.signature:  # releases taking some of them as **kwargs list them in the type text
+        for p in entry.get("parameters", []):
+            if p.get("kind") == "var_keyword":
+                for n in str(p.get("type", "")).split(","):
+                    if n.strip():
+                        names.setdefault(n.strip(), None)
+    return tuple(names)
 
 
 def _raised_in_time(tb: Testbed, call: Any, outcome: Outcome, budget: float, clause_id: str, label: str) -> None:

@@ -186,13 +186,15 @@ class Testbed:
     def __init__(self, backend: Any, scenario: Mapping[str, Any], *, backend_spec: str = "reference",
                  caps: Mapping[str, Any] | None = None, types: Mapping[str, Any] | None = None,
                  params: Sequence[str] | None = None, seed: int = 0, guard: bool = True, minimal: bool = False,
-                 title: str = "", default_tnpl: int = 2) -> None:
+                 title: str = "", default_tnpl: int = 2, all_params: Sequence[str] = ()) -> None:
         self.backend = backend
         self.scenario = dict(scenario)
         self.backend_spec = backend_spec
         self.caps = dict(caps if caps is not None else backend.capabilities())
         self.types = types or {}
         self.params = tuple(params) if params is not None else ()
+        # every parameter any release's signature names, in the spec's order (the call is written in it)
+        self.all_params = tuple(all_params) or self.params
         self.seed = seed
         self.want_guard = guard
         self.minimal = minimal
@@ -425,7 +427,9 @@ class Testbed:
             values["dst_cache_key"] = decode({"key": "CacheKeyByIdAndIndex", "cluster": "remote", "cache": "dst",
                                               "batch": batch.obj}, ctx)
         values["src_cache"] = decode(args["src_cache"], ctx) if "src_cache" in args else Value(self.src.cache, "src")
-        for name in ("src_batch_index", "src_layer_range", "dst_layer_range", "size", "tensor_num_per_layer"):
+        for name in self.all_params:
+            if name in values:
+                continue
             if name in args or (name in base and name in self.params):
                 values[name] = decode(merged[name], ctx)
         for name, raw in args.items():  # keywords push_cache does not declare (signature clauses)
