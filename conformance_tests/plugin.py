@@ -43,36 +43,18 @@ SUITE_NAME = "push-cache-conformance"
 LEVEL_ORDER = ("must", "may", "should")  # strictest first
 SMOKE_LIMIT_S = 60
 
-settings.register_profile(
-    "certify",
-    derandomize=True,
-    database=None,
-    deadline=None,
-    max_examples=40,
-    print_blob=False,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
-)
-settings.register_profile(
-    "quick",  # a twentieth of the examples per stream: for slow backends (node processes); never a certification
-    derandomize=True,
-    database=None,
-    deadline=None,
-    max_examples=2,
-    print_blob=False,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
-)
 #: the examples per stream a certification needs (the certify profile's); a profile with fewer makes a run partial
 CERTIFY_EXAMPLES = 40
-settings.register_profile(
-    "explore",
-    derandomize=False,
-    deadline=None,
-    max_examples=400,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
-)
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
+#: reproducible runs: the same examples every time (each stream's seed comes from its clause and key)
+_DERANDOMIZED = {"derandomize": True, "database": None, "deadline": None, "print_blob": False,
+                 "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+                 "suppress_health_check": _QUIET}
+settings.register_profile("certify", max_examples=CERTIFY_EXAMPLES, **_DERANDOMIZED)  # type: ignore[arg-type]
+# a twentieth of the examples per stream: for slow backends (node processes); never a certification
+settings.register_profile("quick", max_examples=2, **_DERANDOMIZED)  # type: ignore[arg-type]
+settings.register_profile("explore", derandomize=False, deadline=None, max_examples=400, print_blob=True,
+                          suppress_health_check=_QUIET)
 
 STATE = pytest.StashKey["State"]()
 LEVEL = pytest.StashKey[str]()
