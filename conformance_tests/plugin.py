@@ -38,6 +38,8 @@ from .backend import (
 )
 from .expectations import Expectations, ExpectationsError, load_expectations
 from .harness import HarnessError, World, deep_merge, describe_exception, diff_tensors, missing_capabilities
+from .rows import PROPERTY as ROW_PROPERTY
+from .rows import Rows, phase_outcome, plain
 
 SUITE_NAME = "push-cache-conformance"
 LEVEL_ORDER = ("must", "may", "should")  # strictest first
@@ -67,6 +69,9 @@ WAIVER = pytest.StashKey[dict]()
 WHY_DESELECTED, WHY_CLAUSES, WHY_NOT_RUN = "deselected", "--clauses", "not run"
 
 
+#: the state of the run in progress, for hooks that get no config (pytest_runtest_logreport)
+_ACTIVE: list[State | None] = [None]
+
 #: what the last session decided, for the certify CLI (lives in exitcodes.py, which imports nothing heavy)
 LAST_RUN = exitcodes.LAST_RUN
 
@@ -82,14 +87,14 @@ class State:
         self.seed: Any = None
         self.started = _dt.datetime.now(_dt.UTC)
         self.t0 = time.monotonic()
-        self.rows: dict[str, dict[str, Any]] = {}
-        self.order: list[str] = []
+        self.rows = Rows()
         self.covered: set[str] = set()
         self.full_selection = True
         self.report: dict[str, Any] | None = None
         self.report_paths: dict[str, str] = {}
         self.report_problem: str | None = None
-        self.unexpected_passes: list[str] = []
+        #: under pytest-xdist the controller learns the collection from the workers (see _worker_collection)
+        self.collection_known = True
         # full or partial
         self.own_deselected: dict[str, str] = {}  # node id -> why (the release filter is not "left out")
         self.release_filtered: set[str] = set()
@@ -100,6 +105,7 @@ class State:
         self.full_dir: Path | None = None
         self.kept_full: Path | None = None
         self.exit_code: int | None = None
+        self.is_worker = False
 
 
 # ------------------------------------------------------------------------------------------------ options
@@ -153,6 +159,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     state = State()
     config.stash[STATE] = state
+    state.is_worker = _is_worker(config)
+    _ACTIVE[0] = state
 
     profile = config.getoption("hypothesis_profile", None)
     if profile:
@@ -231,6 +239,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if STATE in config.stash:
         session.set_current(None)
+        _ACTIVE[0] = None
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -391,7 +400,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     state = _state(session.config)
     if state is None or state.ctx is None or session.config.option.collectonly:
         return
+    if session.config.pluginmanager.has_plugin("dsession"):
+        state.collection_known = False  # a pytest-xdist controller: the workers collect (pytest_testnodedown)
     why = smoke_check(state.ctx)
+    _kit_session.COUNTERS.reset()  # the smoke check is not part of the run's figures
     if why is not None:
         LAST_RUN.code = exitcodes.ADAPTER_ERROR
         pytest.exit(f"adapter error: {why}", returncode=exitcodes.ADAPTER_ERROR)
@@ -456,7 +468,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if missing:
             item.add_marker(pytest.mark.skip(reason="not supported: " + ", ".join(dict.fromkeys(missing))))
         if state.expectations is not None:
-            entry = state.expectations.lookup(ids, _test_names(item), record=item.nodeid)
+            entry = state.expectations.lookup(ids, _test_names(item), record=None)  # hits are counted where the reports arrive
             if entry is not None:
                 reason = f"expectations: {entry.reason}" + (f" ({entry.link})" if entry.link else "")
                 item.stash[WAIVER] = entry.waiver()
@@ -532,8 +544,36 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if tr is not None:
             tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))
     state.selected = [item.nodeid for item in session.items]
-    state.full_selection = not (_selection_problems(session.config) or state.deselected
+    _judge_selection(session.config, state)
+
+
+def _judge_selection(config: pytest.Config, state: State) -> None:
+    state.full_selection = not (_selection_problems(config) or state.deselected
                                 or state.own_deselected or LAST_RUN.collection_errors)
+
+
+def _worker_collection(state: State) -> dict[str, Any]:
+    """What a pytest-xdist worker's collection decided, for the controller (which does not collect)."""
+    return {"selected": state.selected, "deselected": state.deselected, "own_deselected": state.own_deselected,
+            "release_filtered": sorted(state.release_filtered), "covered": sorted(state.covered),
+            "collection_errors": list(LAST_RUN.collection_errors)}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    # every worker collects the same tests; the first one to finish tells the controller what was selected
+    state = _ACTIVE[0]
+    got = getattr(node, "workeroutput", {}).get("push_cache_collection")
+    if state is None or got is None or state.collection_known:
+        return
+    state.selected = list(got["selected"])
+    state.deselected = list(got["deselected"])
+    state.own_deselected = dict(got["own_deselected"])
+    state.release_filtered = set(got["release_filtered"])
+    state.covered = set(got["covered"])
+    LAST_RUN.collection_errors[:] = list(got["collection_errors"])
+    state.collection_known = True
+    _judge_selection(node.config, state)
 
 
 def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -550,6 +590,7 @@ def pytest_internalerror(excrepr: Any, excinfo: pytest.ExceptionInfo[BaseExcepti
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     session.RECORDER.reset()
+    session.COUNTERS.reset()  # each test's teardown report carries what it did (rows.py)
     state = _state(item.config)
     if state is None or state.ctx is None:
         return
@@ -615,36 +656,15 @@ def _params(item: pytest.Item) -> dict[str, Any]:
     return out
 
 
-def _row(state: State, item: pytest.Item) -> dict[str, Any]:
-    row = state.rows.get(item.nodeid)
-    if row is None:
-        row = {
-            "id": item.nodeid,
-            "clauses": list(item.stash.get(CLAUSES, clause_ids(item))),
-            "level": item.stash.get(LEVEL, "must"),
-            "params": _params(item),
-            "outcome": None,
-            "expected": item.stash.get(EXPECTED, "pass"),
-            "waiver": item.stash.get(WAIVER, None),
-            "message": None,
-            "repro": None,
-            "hypothesis": None,
-            "duration_s": 0.0,
-        }
-        state.rows[item.nodeid] = row
-        state.order.append(item.nodeid)
-    return row
-
-
-def _skip_outcome(reason: str) -> str:
-    return "not_supported" if reason.startswith("not supported") else "skipped"
-
-
-def _skip_reason(rep: pytest.TestReport) -> str:
-    if isinstance(rep.longrepr, tuple) and len(rep.longrepr) == 3:
-        reason = str(rep.longrepr[2])
-        return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
-    return str(rep.longrepr or "")
+def _meta(item: pytest.Item) -> dict[str, Any]:
+    """What a row knows about its test before it runs (carried in every report, see rows.py)."""
+    return plain({
+        "clauses": list(item.stash.get(CLAUSES, clause_ids(item))),
+        "level": item.stash.get(LEVEL, "must"),
+        "params": _params(item),
+        "expected": item.stash.get(EXPECTED, "pass"),
+        "waiver": item.stash.get(WAIVER, None),
+    })
 
 
 def _report_level(report: pytest.TestReport) -> str | None:
@@ -681,56 +701,36 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     state = _state(item.config)
     if state is None or state.ctx is None:
         return
-    row = _row(state, item)
-    row["duration_s"] += float(rep.duration or 0.0)
-    level = item.stash.get(LEVEL, "must")
-    failed_message = _message(call, rep) if rep.failed or hasattr(rep, "wasxfail") else None
     if rep.failed and rep.when == "call" and call.excinfo is not None and call.excinfo.errisinstance(HarnessError):
-        rep.user_properties.append(("setup_error", str(getattr(call.excinfo.value, "step", ""))))
-
-    if rep.failed and rep.when == "call" and is_setup_error(rep):
-        # the scenario could not be built or observed: no conformance judgement either way
-        row["outcome"] = "error"
-        row["message"] = f"setup error (not a verdict): {call.excinfo.value if call.excinfo else ''}"
-    elif rep.failed and rep.when == "call" and level == "should" and not hasattr(rep, "wasxfail"):
-        row["outcome"] = "incompatible"  # the report stays "failed"; pytest_report_teststatus shows it
-        row["message"] = failed_message
-    elif rep.when == "setup":
-        if rep.failed:
-            row["outcome"], row["message"] = "error", failed_message
-        elif rep.skipped:
-            if hasattr(rep, "wasxfail"):
-                row["outcome"], row["message"] = "xfailed", rep.wasxfail
-            else:
-                reason = _skip_reason(rep)
-                row["outcome"], row["message"] = _skip_outcome(reason), reason
-    elif rep.when == "call":
-        if rep.passed:
-            if hasattr(rep, "wasxfail"):
-                row["outcome"], row["message"] = "xpassed", f"unexpected pass ({rep.wasxfail})"
-                state.unexpected_passes.append(item.nodeid)
-            else:
-                row["outcome"] = "passed"
-        elif rep.failed:
-            row["outcome"], row["message"] = "failed", failed_message
-        elif rep.skipped:
-            if hasattr(rep, "wasxfail"):
-                row["outcome"] = "xfailed"
-                row["message"] = f"{rep.wasxfail}\n{failed_message or ''}".strip()
-            else:
-                reason = _skip_reason(rep)
-                row["outcome"], row["message"] = _skip_outcome(reason), reason
-    elif rep.when == "teardown" and rep.failed and row["outcome"] in (None, "passed"):
-        row["outcome"], row["message"] = "error", failed_message
-
-    if row["outcome"] in ("failed", "incompatible", "xfailed", "error") and row["repro"] is None:
-        world = session.RECORDER.world
+        # a new list: the report's list is the item's, shared with the other phases
+        rep.user_properties = [*rep.user_properties, ("setup_error", str(getattr(call.excinfo.value, "step", "")))]
+    level = item.stash.get(LEVEL, "must")
+    message = _message(call, rep) if rep.failed or hasattr(rep, "wasxfail") else None
+    result: dict[str, Any] = {}
+    result["outcome"], result["message"] = phase_outcome(rep, level, message, is_setup_error(rep))
+    if result["outcome"] in ("failed", "incompatible", "xfailed", "error"):
+        world = _kit_session.RECORDER.world
         if world is not None:
-            ids = ", ".join(row["clauses"])
-            row["repro"] = world.repro(f"Reproduce {item.name} ({ids}) on backend {state.ctx.backend_spec}")
-            item.user_properties.append(("repro", row["repro"]))
-    if row["outcome"] in ("failed", "incompatible", "xfailed") and row["hypothesis"] is None:
-        row["hypothesis"] = _hypothesis_info(item, row["message"] or "", state)
+            ids = ", ".join(item.stash.get(CLAUSES, ()))
+            result["repro"] = world.repro(f"Reproduce {item.name} ({ids}) on backend {state.ctx.backend_spec}")
+        if result["outcome"] != "error":
+            result["hypothesis"] = _hypothesis_info(item, result["message"] or "", state)
+    data: dict[str, Any] = {"meta": _meta(item), "result": plain(result)}
+    if rep.when == "teardown":
+        counters = _kit_session.COUNTERS
+        data["counts"] = {"push_calls": counters.push_calls, "layouts": sorted(counters.layouts)}
+    rep.user_properties = [*rep.user_properties, (ROW_PROPERTY, data)]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # where the reports arrive (the serial process, or the pytest-xdist controller): one row per test
+    state = _ACTIVE[0]
+    if state is None or state.ctx is None or state.is_worker:
+        return
+    row = state.rows.add(report)
+    waiver = row.get("waiver")
+    if report.when == "setup" and waiver and state.expectations is not None:
+        state.expectations.entries[int(waiver["entry"])].hits.append(report.nodeid)
 
 
 # ------------------------------------------------------------------------------------------------ reports
@@ -753,7 +753,7 @@ def _header(state: State, config: pytest.Config) -> dict[str, Any]:
     except Exception:  # noqa: BLE001
         suite_version = "0.0.0"
     exp = state.expectations
-    counters = _kit_session.COUNTERS
+    rows = state.rows
     return {
         "suite": {"name": SUITE_NAME, "version": suite_version},
         "spec": {"version": ctx.release, "sha256": ctx.spec.sha256, "path": str(ctx.spec.path)},
@@ -769,8 +769,8 @@ def _header(state: State, config: pytest.Config) -> dict[str, Any]:
             "expectations": {"path": exp.path if exp else None, "sha256": exp.sha256 if exp else None,
                              "strict": state.strict},
             "argv": list(config.invocation_params.args),
-            "push_calls": int(counters.push_calls),
-            "distinct_layouts": len(counters.layouts),
+            "push_calls": rows.push_calls,
+            "distinct_layouts": len(rows.layouts),
         },
     }
 
@@ -824,7 +824,12 @@ def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict
     elif session.shouldfail or session.shouldstop:
         interrupted = str(session.shouldfail or session.shouldstop)
         reasons.append(f"stopped early: {interrupted}")
-    finished = {n for n in state.order if state.rows[n]["outcome"] is not None}
+    if not state.collection_known:
+        reasons.append("no pytest-xdist worker reported its collection (every worker died?)")
+    if state.rows.without_clauses:
+        reasons.append(f"{len(state.rows.without_clauses)} test(s) whose process died before they named their "
+                       "clauses: " + ", ".join(state.rows.without_clauses[:5]))
+    finished = {r["id"] for r in state.rows.finished()}
     not_run = [n for n in state.selected if n not in finished]
     if not_run:
         reasons.append(f"{len(not_run)} selected test(s) not run")
@@ -858,13 +863,16 @@ def _expectations_input(state: State) -> dict[str, Any]:
     exp = state.expectations
     base = exp.report_section() if exp else {"path": None, "sha256": None, "entries": [], "expired": [],
                                              "unmatched": []}
-    return {**base, "strict": state.strict, "unexpected_passes": list(state.unexpected_passes)}
+    return {**base, "strict": state.strict, "unexpected_passes": list(state.rows.unexpected_passes)}
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = _state(config)
-    if state is None or state.ctx is None or config.option.collectonly or _is_worker(config):
+    if state is None or state.ctx is None or config.option.collectonly:
+        return
+    if state.is_worker:
+        config.workeroutput["push_cache_collection"] = _worker_collection(state)  # type: ignore[attr-defined]
         return
     try:
         _finish(session, state, exitstatus)
@@ -883,7 +891,7 @@ def _finish(session: pytest.Session, state: State, exitstatus: int) -> None:
     if exitstatus == pytest.ExitCode.USAGE_ERROR:
         state.exit_code = LAST_RUN.code = session.exitstatus = exitcodes.USAGE_ERROR
         return
-    rows = [state.rows[n] for n in state.order if state.rows[n]["outcome"] is not None]
+    rows = state.rows.finished()
     clauses = _clause_rows(state)
     header = _header(state, config)
     run_info = completeness(state, session, exitstatus)
@@ -933,11 +941,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))
     else:
         tr.write_line("uncovered clauses: not computed (this run selects a subset of the suite)")
-    incompatible = [n for n in state.order if state.rows[n]["outcome"] == "incompatible"]
+    incompatible = [r["id"] for r in state.rows.finished() if r["outcome"] == "incompatible"]
     if incompatible:
         tr.write_line(f"incompatible (should-level, not blocking): {len(incompatible)} test(s)")
         for n in incompatible[:50]:
-            tr.write_line(f"  {n}: {summary_line(state.rows[n]['message'])}"[:300])
+            tr.write_line(f"  {n}: {summary_line(state.rows.by_id[n]['message'])}"[:300])
     exp = state.expectations
     if exp is not None:
         unmatched = exp.unmatched()
@@ -948,9 +956,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line("expectations entries that matched nothing: " + (", ".join(unmatched) if unmatched else "none"))
         for e in exp.expired:
             tr.write_line(f"expired expectations entry ignored: {e.describe()}")
-    tr.write_line("unexpected passes: " + (", ".join(state.unexpected_passes) if state.unexpected_passes else "none"))
-    counters = _kit_session.COUNTERS
-    tr.write_line(f"push_cache calls: {counters.push_calls}, distinct layouts: {len(counters.layouts)}")
+    tr.write_line("unexpected passes: " + (", ".join(state.rows.unexpected_passes) or "none"))
+    tr.write_line(f"push_cache calls: {state.rows.push_calls}, distinct layouts: {len(state.rows.layouts)}")
     comp = report.get("completeness") or {}
     if comp and not comp.get("full", True):
         counts = comp.get("left_out_counts") or {}

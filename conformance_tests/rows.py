@@ -1,0 +1,140 @@
+"""One report row per test, assembled from pytest's test reports.
+
+The row is built where the reports arrive, not where the test runs: in a serial run both are the same
+process; under pytest-xdist the tests run in workers and only their reports reach the controller, which
+writes the kit's report.  So everything a row needs travels inside the report, as one user property
+(:data:`PROPERTY`) holding plain JSON data: the test's static facts (``meta``), what this phase decided
+(``result``) and, on teardown, what the test did to the backend (``counts``).  A report that carries no such
+property is one pytest-xdist made up for a worker that died mid-test; it becomes an ``error`` row.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: the user property that carries a phase's row data
+PROPERTY = "push_cache_row"
+
+#: outcomes whose row keeps a reproduction script
+WITH_REPRO = ("failed", "incompatible", "xfailed", "error")
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON data (pytest-xdist serializes user properties; dates and the like become text)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def phase_outcome(rep: Any, level: str, message: str | None, setup_error: bool) -> tuple[str | None, str | None]:
+    """(outcome, message) this phase decides for the row, or (None, None) when it decides nothing."""
+    wasxfail = getattr(rep, "wasxfail", None)
+    if rep.when == "call" and rep.failed and setup_error:
+        return "error", f"setup error (not a verdict): {message or ''}"
+    if rep.when == "call" and rep.failed and level == "should" and wasxfail is None:
+        return "incompatible", message
+    if rep.when == "setup":
+        if rep.failed:
+            return "error", message
+        if rep.skipped:
+            if wasxfail is not None:
+                return "xfailed", wasxfail
+            reason = skip_reason(rep)
+            return skip_outcome(reason), reason
+        return None, None
+    if rep.when == "call":
+        if rep.passed:
+            if wasxfail is not None:
+                return "xpassed", f"unexpected pass ({wasxfail})"
+            return "passed", None
+        if rep.failed:
+            return "failed", message
+        if rep.skipped:
+            if wasxfail is not None:
+                return "xfailed", f"{wasxfail}\n{message or ''}".strip()
+            reason = skip_reason(rep)
+            return skip_outcome(reason), reason
+    if rep.when == "teardown" and rep.failed:
+        return "error", message
+    return None, None
+
+
+def skip_outcome(reason: str) -> str:
+    return "not_supported" if reason.startswith("not supported") else "skipped"
+
+
+def skip_reason(rep: Any) -> str:
+    if isinstance(rep.longrepr, tuple) and len(rep.longrepr) == 3:
+        reason = str(rep.longrepr[2])
+        return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
+    return str(rep.longrepr or "")
+
+
+def carried(rep: Any) -> dict[str, Any] | None:
+    for name, value in getattr(rep, "user_properties", None) or []:
+        if name == PROPERTY:
+            return dict(value)
+    return None
+
+
+def new_row(nodeid: str, meta: dict[str, Any] | None) -> dict[str, Any]:
+    meta = meta or {}
+    return {
+        "id": nodeid,
+        "clauses": list(meta.get("clauses") or []),
+        "level": meta.get("level", "must"),
+        "params": meta.get("params") or {},
+        "outcome": None,
+        "expected": meta.get("expected", "pass"),
+        "waiver": meta.get("waiver"),
+        "message": None,
+        "repro": None,
+        "hypothesis": None,
+        "duration_s": 0.0,
+    }
+
+
+class Rows:
+    """The rows of one run, in the order their tests first reported, and the run's backend counters."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self.order: list[str] = []
+        self.push_calls = 0
+        self.layouts: set[str] = set()
+        self.unexpected_passes: list[str] = []
+        #: tests whose process died before the test said which clauses it checks (the run cannot be full)
+        self.without_clauses: list[str] = []
+
+    def finished(self) -> list[dict[str, Any]]:
+        return [self.by_id[n] for n in self.order if self.by_id[n]["outcome"] is not None]
+
+    def add(self, rep: Any) -> dict[str, Any]:
+        """Fold one phase's report into its row; returns the row."""
+        data = carried(rep)
+        row = self.by_id.get(rep.nodeid)
+        if row is None:
+            row = new_row(rep.nodeid, (data or {}).get("meta"))
+            self.by_id[rep.nodeid] = row
+            self.order.append(rep.nodeid)
+        row["duration_s"] += float(getattr(rep, "duration", 0.0) or 0.0)
+        if data is None:
+            # pytest-xdist's report for a test whose worker died: the test never finished
+            row["outcome"] = "error"
+            row["message"] = f"the test process died: {getattr(rep, 'longreprtext', '') or rep.longrepr}"[:8000]
+            if not row["clauses"]:
+                self.without_clauses.append(rep.nodeid)
+            return row
+        result = data.get("result") or {}
+        outcome = result.get("outcome")
+        if outcome is not None and (rep.when != "teardown" or row["outcome"] in (None, "passed")):
+            row["outcome"], row["message"] = outcome, result.get("message")
+            if outcome == "xpassed":
+                self.unexpected_passes.append(rep.nodeid)
+        for key in ("repro", "hypothesis"):
+            if row[key] is None and result.get(key) is not None:
+                row[key] = result[key]
+        counts = data.get("counts")
+        if counts:
+            self.push_calls += int(counts.get("push_calls", 0))
+            self.layouts.update(counts.get("layouts") or [])
+        return row
