@@ -171,13 +171,13 @@ def _import_target(target: str) -> Any:
     return obj
 
 
-def resolve_backend(spec: str | None = None) -> tuple[Any, str]:
-    """Find the backend named by ``spec`` (``--backend``), else ``$PUSH_CACHE_BACKEND``, else "reference".
+#: the backends the kit runs in its own process by default (``--isolation auto``): its own reference
+IN_PROCESS_BY_DEFAULT = frozenset({"reference_impl.backend:backend", "reference_impl.backend:vendor_backend"})
 
-    ``spec`` is ``package.module[:attr]`` (attr defaults to ``backend``; a class is instantiated) or the name
-    of an entry point in group ``push_cache_conformance.backends``.  Returns ``(backend, spec_string)`` where
-    spec_string is the ``module:attr`` actually imported.  Raises :class:`BackendError` (one line).
-    """
+
+def backend_target(spec: str | None = None) -> str:
+    """The ``module:attr`` that ``spec`` names (``--backend``, else ``$PUSH_CACHE_BACKEND``, else "reference"),
+    found without importing the backend.  Raises :class:`BackendError` (one line)."""
     name = (spec or os.environ.get(ENV_VAR) or DEFAULT_BACKEND).strip()
     if not name:
         name = DEFAULT_BACKEND
@@ -197,8 +197,17 @@ def resolve_backend(spec: str | None = None) -> tuple[Any, str]:
                 f"unknown backend '{name}': not an entry point and no module of that name. {_available_line()}"
             )
         target = name
-    if ":" not in target:
-        target = f"{target}:backend"
+    return target if ":" in target else f"{target}:backend"
+
+
+def resolve_backend(spec: str | None = None) -> tuple[Any, str]:
+    """Import the backend named by ``spec`` (see :func:`backend_target`) in this process.
+
+    ``spec`` is ``package.module[:attr]`` (attr defaults to ``backend``; a class is instantiated) or the name
+    of an entry point in group ``push_cache_conformance.backends``.  Returns ``(backend, spec_string)`` where
+    spec_string is the ``module:attr`` actually imported.  Raises :class:`BackendError` (one line).
+    """
+    target = backend_target(spec)
     backend = _import_target(target)
     missing = missing_members(backend, BACKEND_ATTRS, BACKEND_METHODS)
     if missing:

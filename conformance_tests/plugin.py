@@ -15,7 +15,6 @@ import fnmatch
 import hashlib
 import json
 import platform
-import signal
 import socket
 import time
 from collections.abc import Iterable
@@ -25,14 +24,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from . import exitcodes, session
+from . import deadlines, exitcodes, session
 from . import session as _kit_session  # for hooks whose pytest argument is called ``session``
 from .backend import (
     API_NAMES,
+    IN_PROCESS_BY_DEFAULT,
     NODE_ATTRS,
     NODE_METHODS,
     BackendError,
     backend_capabilities,
+    backend_target,
     missing_members,
     resolve_backend,
 )
@@ -44,6 +45,10 @@ from .rows import Rows, phase_outcome, plain
 SUITE_NAME = "push-cache-conformance"
 LEVEL_ORDER = ("must", "may", "should")  # strictest first
 SMOKE_LIMIT_S = 60
+#: the overall time budget of a run unless --max-time says otherwise (the reference certifies in about a minute)
+DEFAULT_MAX_TIME_S = 3600.0
+#: a test's deadline for backend calls, as a share of its pytest-timeout bound (the kit acts first)
+DEADLINE_SHARE = 0.9
 
 #: the examples per stream a certification needs (the certify profile's); a profile with fewer makes a run partial
 CERTIFY_EXAMPLES = 40
@@ -106,6 +111,9 @@ class State:
         self.kept_full: Path | None = None
         self.exit_code: int | None = None
         self.is_worker = False
+        self.isolation = "off"
+        self.max_time = DEFAULT_MAX_TIME_S
+        self.out_of_time: str | None = None
 
 
 # ------------------------------------------------------------------------------------------------ options
@@ -132,6 +140,13 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                              help="where reports are written (default: reports/<backend-name>/, and "
                                   "reports/<backend-name>.partial/ for a partial run)")),
     (("--no-reports",), dict(action="store_true", default=False, help="do not write report files")),
+    (("--isolation",), dict(default="auto", choices=("auto", "process", "off"),
+                            help="run the backend in its own process, so a crash or a hang costs one test (an "
+                                 "error row) and not the run: 'process'; 'off' runs it in the kit's process; "
+                                 "'auto' (default) isolates every backend except the in-process reference")),
+    (("--max-time",), dict(dest="max_time", type=float, default=DEFAULT_MAX_TIME_S, metavar="SECONDS",
+                           help=f"overall time budget (default {DEFAULT_MAX_TIME_S:.0f}s): once spent, the tests "
+                                "not yet started are recorded as not run and the run is PARTIAL (0: no budget)")),
     (("--clauses",), dict(default="", metavar="GLOBS",
                           help="run only the tests of clauses matching these comma-separated globs "
                                "(e.g. 'push_cache.data.*,push_cache.safety.guard_bytes'); the run is PARTIAL")),
@@ -176,10 +191,13 @@ def pytest_configure(config: pytest.Config) -> None:
     state.seed = config.getoption("hypothesis_seed", None)
 
     try:
-        backend, target = resolve_backend(config.getoption("backend"))
+        backend, target, state.isolation = _open_backend(config)
         caps = backend_capabilities(backend)
     except BackendError as exc:
         raise pytest.UsageError(str(exc)) from None
+    state.max_time = float(config.getoption("max_time") or 0.0)
+    if state.max_time < 0:
+        raise pytest.UsageError(f"--max-time {state.max_time:g}: a number of seconds, 0 for no budget")
 
     from .spec import SpecError, load_spec
 
@@ -236,8 +254,29 @@ def pytest_configure(config: pytest.Config) -> None:
         state.full_dir = full_dir
 
 
+def _open_backend(config: pytest.Config) -> tuple[Any, str, str]:
+    """(backend, target, isolation): the backend in its own process, or imported here (--isolation)."""
+    from .isolation import IsolatedBackend, StartError
+
+    target = backend_target(config.getoption("backend"))
+    mode = config.getoption("isolation")
+    if mode == "auto":
+        mode = "off" if target in IN_PROCESS_BY_DEFAULT else "process"
+    if mode == "off":
+        backend, target = resolve_backend(target)
+        return backend, target, mode
+    try:
+        backend = IsolatedBackend(target)
+    except StartError as exc:
+        raise BackendError(f"backend '{target}': {exc}") from None
+    return backend, backend.target, mode
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if STATE in config.stash:
+        state = config.stash[STATE]
+        if state.ctx is not None and callable(getattr(state.ctx.backend, "close", None)) and state.isolation == "process":
+            state.ctx.backend.close()
         session.set_current(None)
         _ACTIVE[0] = None
 
@@ -305,7 +344,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     exp = state.expectations
     caps = json.dumps(ctx.caps, sort_keys=True, default=str)
     return [
-        f"push_cache backend: {getattr(b, 'name', '?')} {getattr(b, 'version', '?')} ({ctx.backend_spec})",
+        f"push_cache backend: {getattr(b, 'name', '?')} {getattr(b, 'version', '?')} ({ctx.backend_spec}; "
+        + ("in its own process" if state.isolation == "process" else "in this process") + ")",
         f"push_cache capabilities: {caps}",
         f"push_cache spec: release {ctx.release} of {ctx.spec.version} "
         f"(sha256 {ctx.spec.sha256[:12]}, {ctx.spec.path})",
@@ -318,10 +358,6 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
 
 # ------------------------------------------------------------------------------------------------ smoke check
-
-
-class _SmokeTimeout(Exception):
-    pass
 
 
 def smoke_check(ctx: session.RunContext, limit: float = SMOKE_LIMIT_S) -> str | None:
@@ -340,14 +376,8 @@ def smoke_check(ctx: session.RunContext, limit: float = SMOKE_LIMIT_S) -> str | 
                 scenario[side]["placement"] = list(placements)[0]
     world = World(ctx.backend, scenario, backend_spec=ctx.backend_spec, caps=ctx.caps, types=ctx.spec.types,
                   params=ctx.params, title="smoke check")
-    use_alarm = hasattr(signal, "SIGALRM") and _main_thread()
-    old = None
-    if use_alarm:
-        def _alarm(signum: int, frame: Any) -> None:
-            raise _SmokeTimeout()
-
-        old = signal.signal(signal.SIGALRM, _alarm)
-        signal.alarm(int(limit))
+    # an isolated backend's every call is bounded (deadlines.DEFAULT_BOUND_S outside a test); the push is
+    # bounded by ``limit`` in either mode
     try:
         try:
             world.open()
@@ -376,22 +406,11 @@ def smoke_check(ctx: session.RunContext, limit: float = SMOKE_LIMIT_S) -> str | 
         ):
             return f"a valid push returned but the destination reads back unchanged: {call.code}"
         return None
-    except _SmokeTimeout:
-        return f"the smoke check did not finish within {limit:.0f}s"
     except Exception as exc:  # noqa: BLE001 - anything here is an adapter problem
         return f"{describe_exception(exc)} during the smoke check"
     finally:
-        if use_alarm:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, old)
         world.close()
         session.RECORDER.reset()
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 @pytest.hookimpl(trylast=True)
@@ -594,10 +613,48 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     state = _state(item.config)
     if state is None or state.ctx is None:
         return
+    deadlines.start_test(test_timeout(item) * DEADLINE_SHARE)
+    if state.isolation == "process":
+        _revive(state)
     clause_ids: tuple[str, ...] = item.stash.get(CLAUSES, ())
     problem = traceability_problem(clause_ids, {c.id for c in state.ctx.spec.clauses})
     if problem:
         pytest.fail(f"traceability: {item.nodeid} {problem}", pytrace=False)
+
+
+def test_timeout(item: pytest.Item) -> float:
+    """The test's pytest-timeout bound (its ``timeout`` mark, else --timeout), 0 when it has none."""
+    mark = item.get_closest_marker("timeout")
+    value = mark.args[0] if mark is not None and mark.args else item.config.getoption("timeout", None)
+    try:
+        return float(value or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _revive(state: State) -> None:
+    """A new backend process when the last test lost it (crashed, or killed for hanging)."""
+    from .isolation import StartError
+
+    assert state.ctx is not None
+    try:
+        state.ctx.backend.revive()
+    except StartError as exc:
+        pytest.fail(f"the backend's process could not be restarted: {exc}", pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Any:
+    yield
+    deadlines.end_test()
+    state = _state(item.config)
+    if state is None or not state.max_time or state.out_of_time:
+        return
+    spent = time.monotonic() - state.t0
+    if spent >= state.max_time:
+        # the test that ran out the budget has finished; the ones not started are recorded as not run
+        state.out_of_time = f"--max-time {state.max_time:g}s spent ({spent:.0f}s)"
+        item.session.shouldstop = state.out_of_time
 
 
 def traceability_problem(clause_ids: Iterable[str], known: set[str]) -> str | None:
@@ -771,6 +828,10 @@ def _header(state: State, config: pytest.Config) -> dict[str, Any]:
             "argv": list(config.invocation_params.args),
             "push_calls": rows.push_calls,
             "distinct_layouts": len(rows.layouts),
+            "isolation": state.isolation,
+            "backend_processes": getattr(getattr(b, "executor", None), "starts", None),
+            "max_time_s": state.max_time or None,
+            "out_of_time": state.out_of_time,
         },
     }
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .isolation.remote import call_each
 from .values import Value
 
 
@@ -63,8 +64,7 @@ class Recorder:
         fn: Any = target.obj
         for part in path.split("."):
             fn = getattr(fn, part)
-        for i in range(count):
-            fn(*[a.obj for a in args(i)])
+        call_each(fn, [[a.obj for a in args(i)] for i in range(count)])
 
     @staticmethod
     def _args_code(args: Sequence[Value], kwargs: dict[str, Value]) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,8 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from . import session
+from . import deadlines, session
 from .backend import capability_supported
+from .errors import HarnessError
+from .isolation.executor import BackendLost
+from .isolation.remote import call_each
 from .oracle import CacheLayout, element_size
 from .recorder import Recorder, lit
 from .values import ABSENT, DecodeContext, Deferred, SpecValueError, Value, decode, materialise
@@ -27,14 +29,8 @@ from .values import ABSENT, DecodeContext, Deferred, SpecValueError, Value, deco
 SENTINEL = 0xA5
 GUARD = 0xCC
 GUARD_BYTES = 64
-
-
-class HarnessError(Exception):
-    """The scenario could not be built (the backend failed before or after the call under test)."""
-
-    def __init__(self, step: str, detail: str) -> None:
-        self.step = step
-        super().__init__(f"{step} failed: {detail}")
+#: how long closing a cluster may take before the test goes on without it
+CLOSE_BOUND_S = 10.0
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -103,6 +99,7 @@ class CacheInfo:
     data_type: str
     placement: str
     guarded: list[int] | None = None  # tensor addresses inside guard bands (registered memory)
+    region: tuple[int, int] | None = None  # (address, bytes) of the registered region, guard bands included
 
     @property
     def num_tensors(self) -> int:
@@ -157,10 +154,11 @@ class Outcome:
     hung: bool = False
     result: Any = None
     started: float = 0.0  # time.monotonic() at the start of the call
+    detail: str = ""  # what the kit did about a hang (an isolated backend's process is killed)
 
     def describe(self) -> str:
         if self.hung:
-            return f"did not return within {self.seconds:.1f}s (hang)"
+            return f"did not return within {self.seconds:.1f}s (hang)" + (f"; {self.detail}" if self.detail else "")
         if self.exc is None:
             return "returned normally"
         where = " while building the arguments" if self.phase == "args" else ""
@@ -278,32 +276,34 @@ class Testbed:
         register = not blocks and bool(desc.get("register", guard and self.can_register()))
         dvalue = self.desc_value(node_name, desc)
         guarded = None
+        region = None
         if register:
             if not self.can_register():
                 raise HarnessError("register_cache", "the scenario registers memory, but the backend lacks "
                                                      "raw_memory/register_cache")
-            pad = GUARD_BYTES
-            total = layout.nbytes + 2 * pad
-            mem = self._step("alloc_memory", self._alloc, name, node_name, placement, total, layout.num_tensors)
-            self._step("write_memory", self.rec.loop, f"{name}_mem", "m", node, "write_memory",
-                       lambda i: (Value(mem[i], "m"), Value(np.full(total, GUARD, dtype=np.uint8),
-                                                             f"np.full({total}, {GUARD:#04x}, dtype=np.uint8)")),
-                       layout.num_tensors)
-            addrs = [m + pad for m in mem]
+            # one region per cache: a guard band before, between and after its tensors (three backend calls,
+            # not three per tensor)
+            pad, step = GUARD_BYTES, layout.nbytes + GUARD_BYTES
+            total = pad + layout.num_tensors * step
+            mem = self._step("alloc_memory", self._alloc, name, node_name, placement, total)
+            self._step("write_memory", self.rec.invoke, None, node, "write_memory", Value(mem, f"{name}_mem"),
+                       Value(np.full(total, GUARD, dtype=np.uint8), f"np.full({total}, {GUARD:#04x}, dtype=np.uint8)"))
+            addrs = [mem + pad + i * step for i in range(layout.num_tensors)]
+            region = (mem, total)
             accessible = bool(desc.get("remote_accessible", True))
             cache = self._step(f"register_cache ({name})", self.rec.invoke, name, node, "cache_manager.register_cache",
-                               dvalue, Value(addrs, f"[m + {pad} for m in {name}_mem]"),
+                               dvalue, Value(addrs, f"[{name}_mem + {pad} + i * {step} for i in range({len(addrs)})]"),
                                remote_accessible=lit(accessible))
             guarded = addrs
         else:
             method = "allocate_blocks_cache" if blocks else "allocate_cache"
             cache = self._step(f"{method} ({name})", self.rec.invoke, name, node, f"cache_manager.{method}", dvalue)
-        info = CacheInfo(name, node_name, cache, layout, str(desc["data_type"]), placement, guarded)
+        info = CacheInfo(name, node_name, cache, layout, str(desc["data_type"]), placement, guarded, region)
         self.caches[name] = info
         return info
 
-    def _alloc(self, name: str, node_name: str, placement: str, total: int, count: int) -> list[int]:
-        return self.rec.let(f"{name}_mem", f"[{node_name}.alloc_memory({placement!r}, {total}) for _ in range({count})]").obj
+    def _alloc(self, name: str, node_name: str, placement: str, total: int) -> int:
+        return int(self.rec.let(f"{name}_mem", f"{node_name}.alloc_memory({placement!r}, {total})").obj)
 
     def _fill(self, info: CacheInfo, data_name: str, data: list[np.ndarray]) -> None:
         node = Value(self.node(info.node_name), info.node_name)
@@ -360,9 +360,10 @@ class Testbed:
         if self._closed or self.cluster is None:
             return
         self._closed = True
-        t = threading.Thread(target=_quiet_close, args=(self.cluster,), daemon=True)
-        t.start()
-        t.join(10.0)
+        try:
+            deadlines.call(self.cluster.close, bound=CLOSE_BOUND_S)
+        except Exception:  # noqa: BLE001 - closing must not mask the test outcome (a hang included)
+            pass
 
     def __enter__(self) -> Testbed:
         try:
@@ -451,28 +452,20 @@ class Testbed:
         except Exception as exc:  # noqa: BLE001 - building a key may raise; that is part of the outcome
             return Outcome(exc, time.monotonic() - start, phase="args", started=start)
         fn = self.local.cache_manager.push_cache
-        if bound is None:
-            try:
+        try:
+            if bound is None:
                 result = fn(*posargs, **kwargs)
-            except Exception as exc:  # noqa: BLE001
-                return Outcome(exc, time.monotonic() - start, started=start)
-            return Outcome(None, time.monotonic() - start, result=result, started=start)
-        box: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                box["result"] = fn(*posargs, **kwargs)
-                box["exc"] = None
-            except BaseException as exc:  # noqa: BLE001
-                box["exc"] = exc
-
-        t = threading.Thread(target=run, daemon=True, name="push_cache-under-test")
-        t.start()
-        t.join(bound)
-        elapsed = time.monotonic() - start
-        if t.is_alive():
-            return Outcome(None, elapsed, hung=True, started=start)
-        return Outcome(box.get("exc"), elapsed, result=box.get("result"), started=start)
+            else:
+                result = deadlines.call(fn, *posargs, bound=bound, **kwargs)
+        except deadlines.Hung:
+            return Outcome(None, time.monotonic() - start, hung=True, started=start)
+        except BackendLost as exc:
+            if exc.hung:
+                return Outcome(None, time.monotonic() - start, hung=True, started=start, detail=str(exc))
+            raise  # the backend's process died: an error row, not a verdict on push_cache
+        except Exception as exc:  # noqa: BLE001 - the outcome under test
+            return Outcome(exc, time.monotonic() - start, started=start)
+        return Outcome(None, time.monotonic() - start, result=result, started=start)
 
     def layout_key(self) -> str:
         parts = []
@@ -487,7 +480,8 @@ class Testbed:
     def read(self, info: CacheInfo) -> list[np.ndarray]:
         node = self.node(info.node_name)
         try:
-            return [np.asarray(node.read_tensor(info.cache, i), dtype=np.uint8).ravel() for i in range(info.num_tensors)]
+            got = call_each(node.read_tensor, [(info.cache, i) for i in range(info.num_tensors)])
+            return [np.asarray(t, dtype=np.uint8).ravel() for t in got]
         except Exception as exc:
             raise HarnessError(f"read_tensor ({info.name})", describe_exception(exc)) from exc
 
@@ -520,13 +514,23 @@ class Testbed:
         for info in infos:
             if info.node_name in self.dead:
                 continue
-            for i, addr in enumerate(info.guarded or []):
-                for label, where in (("before", addr - GUARD_BYTES), ("after", addr + info.nbytes)):
-                    got = self.read_memory(info.node_name, where, GUARD_BYTES)
-                    bad = np.flatnonzero(got != GUARD)
-                    if bad.size:
-                        out.append(f"guard bytes {label} {info.name} tensor {i} changed: {bad.size} of {GUARD_BYTES} "
-                                   f"bytes, first at guard offset {int(bad[0])} ({GUARD:#04x} -> {int(got[bad[0]]):#04x})")
+            if info.region is None or not info.guarded:
+                continue
+            base, total = info.region
+            got = self.read_memory(info.node_name, base, total)
+            starts = [a - base for a in info.guarded]
+            last = len(starts) - 1
+            # every byte outside the tensors is a guard byte: before the first, between two, after the last
+            bands = [("before", 0, s - GUARD_BYTES, s) for s in starts[:1]]
+            bands += [("between", i, starts[i] - GUARD_BYTES, starts[i]) for i in range(1, len(starts))]
+            bands.append(("after", last, starts[last] + info.nbytes, total))
+            for label, i, lo, hi in bands:
+                bad = np.flatnonzero(got[lo:hi] != GUARD)
+                if bad.size:
+                    where = (f"between {info.name} tensors {i - 1} and {i}" if label == "between"
+                             else f"{label} {info.name} tensor {i}")
+                    out.append(f"guard bytes {where} changed: {bad.size} of {hi - lo} bytes, first at guard offset "
+                               f"{int(bad[0])} ({GUARD:#04x} -> {int(got[lo + bad[0]]):#04x})")
         return out
 
     def freed_violations(self) -> list[str]:
@@ -543,8 +547,3 @@ class Testbed:
         return self.rec.render(self.backend_spec, header)
 
 
-def _quiet_close(cluster: Any) -> None:
-    try:
-        cluster.close()
-    except Exception:  # noqa: BLE001 - closing must not mask the test outcome
-        pass

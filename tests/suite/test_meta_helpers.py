@@ -62,14 +62,19 @@ def test_a_changed_source_byte_is_caught(pushed):
         _judge(tb, call, outcome, EXACT)
 
 
-@pytest.mark.parametrize("where", ["before", "after"])
-def test_a_write_into_a_guard_byte_is_caught(pushed, where):
+@pytest.mark.parametrize(("tensor", "offset", "where"), [
+    (0, -1, "before dst tensor 0"),
+    (1, -1, "between dst tensors 0 and 1"),
+    (-1, None, "after dst tensor {last}"),
+])
+def test_a_write_into_a_guard_byte_is_caught(pushed, tensor, offset, where):
     tb, call, outcome = pushed
-    addr = tb.dst.guarded[1]
-    target = addr - 1 if where == "before" else addr + tb.dst.nbytes + GUARD_BYTES - 1
+    addr = tb.dst.guarded[tensor]
+    target = addr + offset if offset is not None else addr + tb.dst.nbytes + GUARD_BYTES - 1
     byte = np.asarray(tb.remote.read_memory(target, 1), dtype=np.uint8) ^ 0xFF
     tb.remote.write_memory(target, byte)
-    with pytest.raises(AssertionError, match=f"guard bytes {where} dst tensor 1 changed"):
+    expected = where.format(last=len(tb.dst.guarded) - 1)
+    with pytest.raises(AssertionError, match=f"guard bytes {expected} changed"):
         _judge(tb, call, outcome, EXACT)
 
 

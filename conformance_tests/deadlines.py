@@ -1,0 +1,87 @@
+"""The kit's one timeout mechanism: every wait on the backend is bounded by a deadline.
+
+The plugin sets the running test's deadline (a little inside its pytest-timeout bound) before each test.
+A backend call is bounded by the sooner of that deadline and the call's own bound (a push that must return
+within its sync_kv_timeout):
+
+* an isolated backend (``conformance_tests.isolation``) enforces the bound in the kit's process: when it
+  passes, the backend's process is killed, which works even if the backend hangs in native code holding its
+  GIL, and the call raises :class:`~conformance_tests.isolation.BackendLost`;
+* an in-process backend (the trusted reference, or ``--isolation off``) is called on a daemon thread that is
+  abandoned when the bound passes: the test goes on, the hung thread cannot be stopped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: bound for waits outside a test (the smoke check, closing a cluster after the test)
+DEFAULT_BOUND_S = 60.0
+
+
+class _TestDeadline(threading.local):
+    until: float | None = None
+    call_bound: float | None = None
+
+
+_STATE = _TestDeadline()
+_TEST_UNTIL: list[float | None] = [None]  # shared by every thread of the test (its own threads included)
+
+
+def start_test(seconds: float | None) -> None:
+    """The running test must be over ``seconds`` from now (None: no bound of its own)."""
+    _TEST_UNTIL[0] = None if not seconds else time.monotonic() + float(seconds)
+
+
+def end_test() -> None:
+    _TEST_UNTIL[0] = None
+
+
+def remaining(bound: float | None = None) -> float:
+    """Seconds left for a wait that may take at most ``bound``: the sooner of the bound and the test's end."""
+    limits = [b for b in (bound, _STATE.call_bound) if b is not None]
+    until = _TEST_UNTIL[0]
+    if until is not None:
+        limits.append(until - time.monotonic())
+    left = min(limits) if limits else DEFAULT_BOUND_S
+    return max(0.0, left)
+
+
+class Hung(Exception):
+    """The call did not return within its bound."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"did not return within {seconds:.1f}s")
+        self.seconds = seconds
+
+
+def call(fn: Callable[..., Any], *args: Any, bound: float | None = None, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` within ``bound`` seconds (and the test's deadline); raises :class:`Hung`."""
+    limit = remaining(bound)
+    if getattr(fn, "bounded_by_caller", False):
+        # an isolated backend's method: the kit's process waits on its reply with this bound
+        previous = _STATE.call_bound
+        _STATE.call_bound = limit
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _STATE.call_bound = previous
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["exc"] = exc
+
+    t = threading.Thread(target=run, daemon=True, name=f"bounded {getattr(fn, '__name__', 'call')}")
+    t.start()
+    t.join(limit)
+    if t.is_alive():
+        raise Hung(limit)
+    if "exc" in box:
+        raise box["exc"]
+    return box.get("result")

@@ -1,0 +1,154 @@
+"""The kit's side of objects that live in the backend's process, and the isolated backend itself."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import types
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .executor import BackendLost, Executor
+from .wire import object_of
+
+
+def import_module(name: str) -> types.ModuleType:
+    """A module the backend handed over (``node.api`` may be one): the same module, imported here."""
+    return importlib.import_module(name)
+
+
+class Remote:
+    """A handle to an object in the backend's process: attribute reads and calls are requests."""
+
+    __slots__ = ("_executor", "_hid", "_type", "_generation", "_methods", "__weakref__")
+
+    _executor: Executor
+    _hid: int
+    _type: str
+    _generation: int
+
+    @classmethod
+    def of(cls, executor: Executor, hid: int, type_name: str) -> Remote:
+        # one handle object per remote object, so identity in the kit follows identity in the backend
+        known = _KNOWN.get((id(executor), executor.generation, hid))
+        if known is not None:
+            return known
+        executor.unrelease(hid)  # an earlier handle to it was dropped, but the object is in use again
+        self = object.__new__(cls)
+        object.__setattr__(self, "_executor", executor)
+        object.__setattr__(self, "_hid", hid)
+        object.__setattr__(self, "_type", type_name)
+        object.__setattr__(self, "_generation", executor.generation)
+        object.__setattr__(self, "_methods", {})
+        _KNOWN[(id(executor), executor.generation, hid)] = self
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        method = self._methods.get(name)
+        if method is not None:
+            return method
+        kind, value = self._executor.request(self, "getattr", name)
+        if kind != "method":
+            return value
+        # an object's methods stay its methods (as a bound method would in process): looked up once
+        method = self._methods[name] = RemoteMethod(self, name, value[1])
+        return method
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot set {name} on a {self._type} that lives in the backend's process")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._executor.request(self, "call", None, args, kwargs)[1]
+
+    def __repr__(self) -> str:
+        return f"<{self._type} #{self._hid} in the backend's process>"
+
+    def __reduce__(self) -> tuple[Any, tuple[int]]:
+        # sent back as an argument: the backend's process looks the object up by its handle
+        if self._generation != self._executor.generation:
+            raise BackendLost("sending an argument", f"the {self._type} belongs to a backend process that has ended")
+        return (object_of, (self._hid,))
+
+    def __del__(self) -> None:
+        try:
+            # a handle in a reference cycle (with its methods) may die after a newer one to the same object
+            newer = _KNOWN.get((id(self._executor), self._generation, self._hid))
+            if newer is None or newer is self:
+                self._executor.release(self._hid, self._generation)
+        except Exception:  # noqa: BLE001 - at interpreter exit the executor may be gone
+            pass
+
+
+_KNOWN: weakref.WeakValueDictionary[tuple[int, int, int], Remote] = weakref.WeakValueDictionary()
+
+
+class RemoteMethod:
+    """A method of a remote object; one request per call.  :func:`conformance_tests.deadlines.call` bounds it
+    in the kit's process (``bounded_by_caller``) instead of on a thread."""
+
+    bounded_by_caller = True
+
+    def __init__(self, owner: Remote, name: str, signature: inspect.Signature | None = None) -> None:
+        self.owner = owner
+        self.__name__ = name
+        if signature is not None:
+            self.__signature__ = signature  # what inspect.signature() reports: the backend's own method's
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.owner._executor.request(self.owner, "call", self.__name__, args, kwargs)[1]
+
+    def call_each(self, arg_lists: Sequence[Sequence[Any]]) -> list[Any]:
+        """The method called once per argument list, in order, in one request (see :func:`call_each`)."""
+        return self.owner._executor.request(self.owner, "each", self.__name__, (list(map(tuple, arg_lists)),))[1]
+
+    def __repr__(self) -> str:
+        return f"<method {self.__name__} of {self.owner!r}>"
+
+
+def call_each(fn: Any, arg_lists: Sequence[Sequence[Any]]) -> list[Any]:
+    """``[fn(*args) for args in arg_lists]``: the same calls in the same order, stopping at the first exception;
+    for a method in the backend's process, one round trip instead of one per call (per-tensor steps)."""
+    each = getattr(fn, "call_each", None) if isinstance(fn, RemoteMethod) else None
+    if each is not None:
+        return list(each(arg_lists))
+    return [fn(*args) for args in arg_lists]
+
+
+class IsolatedBackend:
+    """A backend run in its own process (``--isolation process``): same protocol, crash- and hang-proof."""
+
+    isolated = True
+
+    def __init__(self, target: str) -> None:
+        self.executor = Executor(target)
+        info = self.executor.info
+        self.name: str = info["name"]
+        self.version: str = info["version"]
+        self.target: str = info["target"]
+        self._caps: dict[str, Any] = dict(info["caps"])
+
+    @property
+    def root(self) -> Remote:
+        return Remote.of(self.executor, 0, "backend")
+
+    def capabilities(self) -> Mapping[str, Any]:
+        return dict(self._caps)
+
+    def open_cluster(self, node_specs: Sequence[Mapping[str, Any]]) -> Any:
+        return self.root.open_cluster(node_specs)
+
+    def revive(self) -> bool:
+        """A new backend process if the last one was lost (called before each test)."""
+        return self.executor.revive()
+
+    def close(self) -> None:
+        self.executor.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.root, name)
+
+    def __repr__(self) -> str:
+        return f"<isolated backend {self.target}>"
