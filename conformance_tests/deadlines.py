@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 #: bound for waits outside a test (the smoke check, closing a cluster after the test)
@@ -58,17 +59,24 @@ class Hung(Exception):
         self.seconds = seconds
 
 
+@contextmanager
+def bounded(seconds: float | None) -> Iterator[None]:
+    """Every request to an isolated backend inside the block waits at most ``seconds`` (and the test's deadline)."""
+    previous = _STATE.call_bound
+    _STATE.call_bound = remaining(seconds)
+    try:
+        yield
+    finally:
+        _STATE.call_bound = previous
+
+
 def call(fn: Callable[..., Any], *args: Any, bound: float | None = None, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` within ``bound`` seconds (and the test's deadline); raises :class:`Hung`."""
     limit = remaining(bound)
     if getattr(fn, "bounded_by_caller", False):
         # an isolated backend's method: the kit's process waits on its reply with this bound
-        previous = _STATE.call_bound
-        _STATE.call_bound = limit
-        try:
+        with bounded(limit):
             return fn(*args, **kwargs)
-        finally:
-            _STATE.call_bound = previous
     box: dict[str, Any] = {}
 
     def run() -> None:

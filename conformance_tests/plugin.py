@@ -876,7 +876,10 @@ def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict
     if LAST_RUN.collection_errors:
         reasons.append("collection errors in " + ", ".join(LAST_RUN.collection_errors))
     interrupted = None
-    if LAST_RUN.interrupts or exitstatus == pytest.ExitCode.INTERRUPTED:
+    if state.out_of_time:
+        interrupted = state.out_of_time
+        reasons.append(f"stopped early: {state.out_of_time}")
+    elif LAST_RUN.interrupts or exitstatus == pytest.ExitCode.INTERRUPTED:
         interrupted = "; ".join(LAST_RUN.interrupts) or str(session.shouldstop or "interrupted")
         reasons.append(f"interrupted: {interrupted}")
     elif exitstatus == pytest.ExitCode.INTERNAL_ERROR:
@@ -952,7 +955,9 @@ def _finish(session: pytest.Session, state: State, exitstatus: int) -> None:
     if exitstatus == pytest.ExitCode.USAGE_ERROR:
         state.exit_code = LAST_RUN.code = session.exitstatus = exitcodes.USAGE_ERROR
         return
-    rows = state.rows.finished()
+    # in collection order, however the tests were scheduled (pytest-xdist finishes them in any order)
+    position = {n: i for i, n in enumerate(state.selected)}
+    rows = sorted(state.rows.finished(), key=lambda r: position.get(r["id"], len(position)))
     clauses = _clause_rows(state)
     header = _header(state, config)
     run_info = completeness(state, session, exitstatus)

@@ -361,7 +361,9 @@ class Testbed:
             return
         self._closed = True
         try:
-            deadlines.call(self.cluster.close, bound=CLOSE_BOUND_S)
+            with deadlines.bounded(CLOSE_BOUND_S):  # looking the method up is a wait on the backend too
+                close = self.cluster.close
+            deadlines.call(close, bound=CLOSE_BOUND_S)
         except Exception:  # noqa: BLE001 - closing must not mask the test outcome (a hang included)
             pass
 

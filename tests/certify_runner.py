@@ -12,7 +12,14 @@ ROOT = Path(__file__).resolve().parents[1]
 FAKES = ROOT / "tests" / "suite" / "fakes"
 
 
+#: the fakes stand for vendors' backends, which the kit isolates by default; the verdict-mechanics self-tests run
+#: them in the kit's process, as fast as the reference (tests/suite/test_isolation.py runs them isolated)
+IN_PROCESS = ("--isolation", "off")
+
+
 def certify(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    if not any(a.startswith("--isolation") for a in args):
+        args = (*IN_PROCESS, *args)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(FAKES), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("PUSH_CACHE_BACKEND", None)  # the backend is what the test names, never the caller's environment

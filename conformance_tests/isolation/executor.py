@@ -236,6 +236,12 @@ class Executor:
                 got = wire.loads(self._conn.recv_bytes(), None)
             except (EOFError, OSError):
                 raise self._lose(step, f"the backend's process {self._death()} during {step}") from None
+            except KeyboardInterrupt:
+                # the run is being interrupted while the backend works: nothing more will be asked of this
+                # process, and waiting for it (it may hang) would keep the interrupt from ending the run
+                self._kill()
+                self._lose(step, f"the run was interrupted during {step}; the kit ended the backend's process")
+                raise
             finally:
                 with self._cond:
                     self._reading = False

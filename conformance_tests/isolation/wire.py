@@ -10,6 +10,7 @@ a handle sent back as an argument becomes the very same object again (a backend 
 from __future__ import annotations
 
 import enum
+import inspect
 import io
 import pickle
 import types
@@ -19,7 +20,8 @@ import numpy as np
 
 #: types pickled by value (containers are walked by pickle itself, element by element)
 PLAIN = (type(None), bool, int, float, complex, str, bytes, bytearray, tuple, list, dict, set, frozenset,
-         slice, range, np.ndarray, np.generic, np.dtype, types.SimpleNamespace, pickle.PickleBuffer, memoryview)
+         slice, range, np.ndarray, np.generic, np.dtype, types.SimpleNamespace, pickle.PickleBuffer, memoryview,
+         inspect.Signature, inspect.Parameter, inspect.Parameter.empty.__class__)
 
 
 def by_value(obj: Any) -> bool:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.certify_runner import IN_PROCESS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -15,7 +17,7 @@ def test_a_backend_refusing_host_to_host_is_certified(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     env.pop("PUSH_CACHE_BACKEND", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "conformance_tests", "certify", "--backend",
+        [sys.executable, "-m", "conformance_tests", "certify", *IN_PROCESS, "--backend",
          "tests.suite.fakes.refuses_h2h_backend:backend", "--report-dir", str(tmp_path), "-q", "-p", "no:warnings"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     report_path = tmp_path / "report.json"

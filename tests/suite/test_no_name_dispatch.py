@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.certify_runner import IN_PROCESS
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "conformance_tests"
 CLAUSE_ID = re.compile(r"push_cache\.[a-z_]+\.[a-z0-9_.]+")
@@ -95,7 +97,7 @@ def _clause_outcomes(report: dict) -> dict[str, list[str]]:
 
 
 def _certify(backend: str, spec: Path | None, report_dir: Path, clauses: str) -> dict:
-    argv = [sys.executable, "-m", "conformance_tests", "certify", "--backend", backend, "--report-dir",
+    argv = [sys.executable, "-m", "conformance_tests", "certify", *IN_PROCESS, "--backend", backend, "--report-dir",
             str(report_dir), "-q", "-p", "no:warnings", "--clauses", clauses]
     if spec is not None:
         argv += ["--spec", str(spec)]

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.certify_runner import IN_PROCESS
+
 ROOT = Path(__file__).resolve().parents[2]
 CLAUSES = "push_cache.data.src_batch_slice,push_cache.restriction.layer_range.step*,push_cache.restriction.size.*"
 
 
 def _certify(backend: str, out: Path) -> dict:
-    subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", backend, "-q",
+    subprocess.run([sys.executable, "-m", "conformance_tests", "certify", *IN_PROCESS, "--backend", backend, "-q",
                     "--report-dir", str(out), "--clauses", CLAUSES], capture_output=True, text=True, cwd=ROOT)
     return json.loads((out / "report.json").read_text())
 
