@@ -98,6 +98,14 @@ def test_parallel_workers_write_the_same_report_as_a_serial_run(tmp_path):
         assert a["run"][key] == b["run"][key] > 0, key
     messages = {t["id"]: t["message"] for t in b["tests"] if t["outcome"] == "error"}
     assert messages and all("SIGSEGV" in m for m in messages.values())
+    # in the workers' own process, each crash takes a pytest-xdist worker down instead; the worker is replaced,
+    # its test is an error row, and the report is still the serial run's
+    crashed = tmp_path / "crashed"
+    third = certify(*args[:2], "--isolation", "off", *args[4:], "-n", "2", "--report-dir", str(crashed))
+    assert third.returncode == NOT_CERTIFIED, third.stdout[-3000:]
+    c = load(crashed)
+    assert outcomes(c) == outcomes(a) and c["verdict"]["blocking"] == a["verdict"]["blocking"]
+    assert all("crashed while running" in t["message"] for t in c["tests"] if t["outcome"] == "error")
 
 
 def test_isolation_does_not_change_what_a_conforming_backend_gets(tmp_path):
