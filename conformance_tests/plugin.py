@@ -423,6 +423,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         state.collection_known = False  # a pytest-xdist controller: the workers collect (pytest_testnodedown)
     why = smoke_check(state.ctx)
     _kit_session.COUNTERS.reset()  # the smoke check is not part of the run's figures
+    if not state.collection_known and state.isolation == "process":
+        state.ctx.backend.close()  # a pytest-xdist controller calls the backend no more: its workers do
     if why is not None:
         LAST_RUN.code = exitcodes.ADAPTER_ERROR
         pytest.exit(f"adapter error: {why}", returncode=exitcodes.ADAPTER_ERROR)
@@ -638,7 +640,8 @@ def _revive(state: State) -> None:
 
     assert state.ctx is not None
     try:
-        state.ctx.backend.revive()
+        if state.ctx.backend.revive():
+            session.COUNTERS.restarts += 1
     except StartError as exc:
         pytest.fail(f"the backend's process could not be restarted: {exc}", pytrace=False)
 
@@ -775,7 +778,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     data: dict[str, Any] = {"meta": _meta(item), "result": plain(result)}
     if rep.when == "teardown":
         counters = _kit_session.COUNTERS
-        data["counts"] = {"push_calls": counters.push_calls, "layouts": sorted(counters.layouts)}
+        data["counts"] = {"push_calls": counters.push_calls, "layouts": sorted(counters.layouts),
+                          "restarts": counters.restarts}
     rep.user_properties = [*rep.user_properties, (ROW_PROPERTY, data)]
 
 
@@ -829,7 +833,8 @@ def _header(state: State, config: pytest.Config) -> dict[str, Any]:
             "push_calls": rows.push_calls,
             "distinct_layouts": len(rows.layouts),
             "isolation": state.isolation,
-            "backend_processes": getattr(getattr(b, "executor", None), "starts", None),
+            # the first process, then one per loss (summed over pytest-xdist workers, which each start their own)
+            "backend_processes": 1 + rows.restarts if state.isolation == "process" else None,
             "max_time_s": state.max_time or None,
             "out_of_time": state.out_of_time,
         },

@@ -100,6 +100,7 @@ class Rows:
         self.by_id: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
         self.push_calls = 0
+        self.restarts = 0  # backend processes started after a loss (isolated runs), in every worker
         self.layouts: set[str] = set()
         self.unexpected_passes: list[str] = []
         #: tests whose process died before the test said which clauses it checks (the run cannot be full)
@@ -136,5 +137,6 @@ class Rows:
         counts = data.get("counts")
         if counts:
             self.push_calls += int(counts.get("push_calls", 0))
+            self.restarts += int(counts.get("restarts", 0))
             self.layouts.update(counts.get("layouts") or [])
         return row

@@ -53,10 +53,12 @@ class Counters:
     """What the suite did to the backend in this run (the report and the terminal summary show it)."""
 
     push_calls: int = 0  # push_cache calls made by the harness
+    restarts: int = 0  # new backend processes started for this test (the last one was lost)
     layouts: set[str] = field(default_factory=set)  # distinct cache layouts (src/dst descs and placements) drawn
 
     def reset(self) -> None:
         self.push_calls = 0
+        self.restarts = 0
         self.layouts.clear()
 
 

@@ -44,7 +44,7 @@ class Registry:
                 hid, self.next = self.next, self.next + 1
                 self.objects[hid] = obj
                 self.handles[id(obj)] = hid
-        return ("handle", hid, type(obj).__name__)
+        return ("handle", hid, f"{type(obj).__module__}.{type(obj).__qualname__}")
 
     def release(self, hids: list[int]) -> None:
         with self.lock:
@@ -56,14 +56,15 @@ class Registry:
 
 def _attribute(registry: Registry, obj: Any, name: str) -> Any:
     value = getattr(obj, name)
-    if inspect.ismethod(value) and value.__self__ is obj:
+    if inspect.ismethod(value) and value.__self__ is obj and callable(getattr(type(obj), name, None)):
         # called through the owner's handle: one round trip, no handle per lookup; the signature goes along
         # (the suite inspects push_cache's)
         try:
             signature = inspect.signature(value)
         except (TypeError, ValueError):
             signature = None
-        return ("method", (name, signature))
+        # a method of the class: the kit may take it as a method of every object of this class
+        return ("method", (name, signature, f"{type(obj).__module__}.{type(obj).__qualname__}"))
     return ("value", value)
 
 

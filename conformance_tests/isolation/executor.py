@@ -186,7 +186,8 @@ class Executor:
 
     def request(self, remote: Any, op: str, name: str | None, args: tuple[Any, ...] = (),
                 kwargs: dict[str, Any] | None = None) -> tuple[str, Any]:
-        step = f"{remote._type}.{name}" if name else f"calling {remote._type}"
+        kind = remote._type.rsplit(".", 1)[-1]
+        step = f"{kind}.{name}" if name else f"calling {kind}"
         if remote._generation != self.generation:
             raise BackendLost(step, "the object belongs to a backend process that has ended")
         if self.lost is not None:

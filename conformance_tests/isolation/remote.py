@@ -50,11 +50,15 @@ class Remote:
         method = self._methods.get(name)
         if method is not None:
             return method
-        kind, value = self._executor.request(self, "getattr", name)
-        if kind != "method":
-            return value
-        # an object's methods stay its methods (as a bound method would in process): looked up once
-        method = self._methods[name] = RemoteMethod(self, name, value[1])
+        known = _CLASS_METHODS.get((self._type, name))
+        if known is None:
+            kind, value = self._executor.request(self, "getattr", name)
+            if kind != "method":
+                return value
+            known = _CLASS_METHODS[(self._type, name)] = value[1]
+        # a method of the object's class stays its method (as a bound method would in process): looked up once
+        # per class, not once per object
+        method = self._methods[name] = RemoteMethod(self, name, known)
         return method
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -81,6 +85,9 @@ class Remote:
         except Exception:  # noqa: BLE001 - at interpreter exit the executor may be gone
             pass
 
+
+#: (class, name) -> signature of the methods seen so far (the class of a handle's object is in its type name)
+_CLASS_METHODS: dict[tuple[str, str], inspect.Signature | None] = {}
 
 _KNOWN: weakref.WeakValueDictionary[tuple[int, int, int], Remote] = weakref.WeakValueDictionary()
 
@@ -117,6 +124,54 @@ def call_each(fn: Any, arg_lists: Sequence[Sequence[Any]]) -> list[Any]:
     return [fn(*args) for args in arg_lists]
 
 
+class ProtocolCluster:
+    """The protocol's cluster (``conformance_tests/backend.py``): ``node(cluster_id)`` names one node, so its
+    handle is looked up once."""
+
+    def __init__(self, remote: Remote) -> None:
+        self._remote = remote
+        self._nodes: dict[int, ProtocolNode] = {}
+
+    def node(self, cluster_id: int) -> ProtocolNode:
+        node = self._nodes.get(cluster_id)
+        if node is None:
+            node = self._nodes[cluster_id] = ProtocolNode(self._remote.node(cluster_id))
+        return node
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._remote, name)
+
+    def __reduce__(self) -> Any:
+        return self._remote.__reduce__()
+
+    def __repr__(self) -> str:
+        return repr(self._remote)
+
+
+class ProtocolNode:
+    """The protocol's node: ``cluster_id``, ``api`` and ``cache_manager`` are attributes of the node (read once);
+    everything else is asked of the backend's process each time."""
+
+    _FIXED = ("cluster_id", "api", "cache_manager")
+
+    def __init__(self, remote: Remote) -> None:
+        self._remote = remote
+        self._fixed: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ProtocolNode._FIXED:
+            if name not in self._fixed:
+                self._fixed[name] = getattr(self._remote, name)
+            return self._fixed[name]
+        return getattr(self._remote, name)
+
+    def __reduce__(self) -> Any:
+        return self._remote.__reduce__()
+
+    def __repr__(self) -> str:
+        return repr(self._remote)
+
+
 class IsolatedBackend:
     """A backend run in its own process (``--isolation process``): same protocol, crash- and hang-proof."""
 
@@ -138,7 +193,7 @@ class IsolatedBackend:
         return dict(self._caps)
 
     def open_cluster(self, node_specs: Sequence[Mapping[str, Any]]) -> Any:
-        return self.root.open_cluster(node_specs)
+        return ProtocolCluster(self.root.open_cluster(node_specs))
 
     def revive(self) -> bool:
         """A new backend process if the last one was lost (called before each test)."""

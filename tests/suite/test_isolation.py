@@ -94,7 +94,7 @@ def test_parallel_workers_write_the_same_report_as_a_serial_run(tmp_path):
     a, b = load(serial), load(parallel)
     assert outcomes(a) == outcomes(b) and len(a["tests"]) > 10
     assert a["verdict"] == b["verdict"] and a["completeness"] == b["completeness"]
-    for key in ("push_calls", "distinct_layouts"):
+    for key in ("push_calls", "distinct_layouts", "backend_processes"):
         assert a["run"][key] == b["run"][key] > 0, key
     messages = {t["id"]: t["message"] for t in b["tests"] if t["outcome"] == "error"}
     assert messages and all("SIGSEGV" in m for m in messages.values())
