@@ -16,9 +16,9 @@ from conformance_tests.spec import load_spec
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _certify(backend: str, out: Path) -> dict:
+def _certify(backend: str, out: Path, *args: str) -> dict:
     proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", backend,
-                           "--report-dir", str(out), "-q", "-p", "no:warnings"],
+                           "--report-dir", str(out), "-q", "-p", "no:warnings", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     path = out / "report.json"
     assert path.is_file(), f"no report for {backend} (exit {proc.returncode}): {proc.stdout[-1500:]}{proc.stderr[-800:]}"
@@ -59,7 +59,11 @@ def test_the_report_shows_the_recorded_deviation_beside_each_failure(vendor, ven
         assert clause_id in page and "known departure" in page
 
 
-def test_the_plain_reference_certifies(tmp_path):
-    report = _certify("reference", tmp_path)
-    assert report["verdict"]["certified"] is True, report["verdict"]
-    assert not [c["id"] for c in report["clauses"] if c["outcome"] in ("failed", "incompatible")]
+def test_the_plain_reference_passes_every_clause_the_vendor_departs_from(tmp_path):
+    # the whole plain reference is certified by the README's main job (`tox -e certify`, the first step of CI);
+    # here, the clauses with a recorded departure: the documentation's behaviour is what the reference does
+    recorded = sorted(c.id for c in load_spec().clauses if c.deviation)
+    report = _certify("reference", tmp_path, "--clauses", ",".join(recorded))
+    outcomes = {c["id"]: c["outcome"] for c in report["clauses"] if c["id"] in recorded}
+    assert outcomes == dict.fromkeys(recorded, "passed"), outcomes
+    assert report["verdict"]["kind"] == "partial" and not report["verdict"]["blocking"]
