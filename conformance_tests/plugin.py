@@ -771,7 +771,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     if result["outcome"] in ("failed", "incompatible", "xfailed", "error"):
         world = _kit_session.RECORDER.world
         if world is not None:
-            ids = ", ".join(item.stash.get(CLAUSES, ()))
+            checked: tuple[str, ...] = item.stash.get(CLAUSES, ())
+            ids = ", ".join(checked)
             result["repro"] = world.repro(f"Reproduce {item.name} ({ids}) on backend {state.ctx.backend_spec}")
         if result["outcome"] != "error":
             result["hypothesis"] = _hypothesis_info(item, result["message"] or "", state)

@@ -21,7 +21,7 @@ import numpy as np
 #: types pickled by value (containers are walked by pickle itself, element by element)
 PLAIN = (type(None), bool, int, float, complex, str, bytes, bytearray, tuple, list, dict, set, frozenset,
          slice, range, np.ndarray, np.generic, np.dtype, types.SimpleNamespace, pickle.PickleBuffer, memoryview,
-         inspect.Signature, inspect.Parameter, inspect.Parameter.empty.__class__)
+         inspect.Signature, inspect.Parameter)
 
 
 def by_value(obj: Any) -> bool:
