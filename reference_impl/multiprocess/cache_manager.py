@@ -38,6 +38,7 @@ from ..enums import Placement
 from ..push import _NUM_TENSORS_PER_LAYER, PushArgs
 from ..status import LLMException, LLMStatusCode
 from .control import PeerGone, PeerLink, PeerTimeout
+from .real_memory import adopt_registered
 from .transport import PeerDisconnected, TransferFailed, TransferTimeout
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class RemoteCache:
     remote_accessible: bool
     addrs: list[int]  # real addresses of the tensors in the remote process
     pin: int
+    ends: list[int]  # where the memory segment holding each tensor ends (vendor mode writes up to there)
 
 
 class PushSession:
@@ -162,7 +164,7 @@ class MultiprocessCacheManager(CacheManager):
             cache_id=info["cache_id"], placement=Placement(info["placement"]), num_tensors=info["num_tensors"],
             shape=tuple(info["shape"]), tensor_nbytes=info["tensor_nbytes"], batch_size=info["batch_size"],
             stride=info["stride"], is_blocks=info["is_blocks"], remote_accessible=info["remote_accessible"],
-            addrs=list(info["addrs"]), pin=info["pin"])
+            addrs=list(info["addrs"]), pin=info["pin"], ends=list(info["ends"]))
         if not remote.remote_accessible:
             raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID, "remote cache is not remote accessible.")
         return remote
@@ -176,8 +178,10 @@ class MultiprocessCacheManager(CacheManager):
             assert rt is not None
             n = self._copy_nbytes(a, local, remote)
             so, do = self._src_offset(a, local), self._dst_offset(a, remote)
-            ldesc = [(local.views[t].ctypes.data + so, n, 0) for t in range(local.num_tensors)]
-            rdesc = [(remote.addrs[t] + do, n, 0) for t in range(remote.num_tensors)]
+            lens = self._descriptor_lengths(remote, do, n)
+            ldesc = [(local.views[t].ctypes.data + so, lens[t] if t < len(lens) else n, 0)
+                     for t in range(local.num_tensors)]
+            rdesc = [(remote.addrs[t] + do, lens[t], 0) for t in range(remote.num_tensors)]
             try:
                 s.prepped = rt.transport.prep(link.agent_name, ldesc, rdesc)
             except Exception as exc:  # noqa: BLE001 - NIXL errors become the native failure status
@@ -186,6 +190,10 @@ class MultiprocessCacheManager(CacheManager):
             s.nbytes = n
         pairs = self._tensor_pairs(a, src_layer, dst_layer)
         return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def _descriptor_lengths(self, remote: RemoteCache, dst_offset: int, nbytes: int) -> list[int]:
+        """Bytes written into each remote tensor: ``nbytes`` (the strides were compared before)."""
+        return [nbytes] * remote.num_tensors
 
     def _transfer_seconds(self, a: PushArgs, link: Any, nbytes: int) -> float:
         faults = self.engine.faults
@@ -254,6 +262,12 @@ class MultiprocessCacheManager(CacheManager):
         if link.broken.is_set():
             return self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "remote cluster went away")
         return None
+
+    # ---- registration: memory the node host allocated ---------------------------------------------------
+    def _check_addrs(self, cache_desc: Any, addrs: list[int]) -> None:
+        """The reference's checks, then (real-address memory only) adopt the registered tensors' memory."""
+        super()._check_addrs(cache_desc, addrs)
+        adopt_registered(self.engine, cache_desc.placement, addrs, cache_desc.size)
 
     # ---- deallocation: stop remote writers first ------------------------------------------------------
     @contextlib.contextmanager

@@ -1,7 +1,9 @@
-"""The control plane between node processes: ``multiprocessing.connection`` on 127.0.0.1 with an authkey.
+"""The control plane between node processes: ``multiprocessing.connection`` over TCP with an authkey.
 
-Every node process listens on an ephemeral loopback port. ``link(client, server)`` makes the client connect
-to the server (:class:`PeerLink`); over that connection the client asks, the server answers:
+Every node process listens on an ephemeral loopback port (or, behind the vendor API, on its
+``llm.listenIpInfo``: another host's nodes reach it there; the authkey is what keeps strangers out).
+``link(client, server)`` makes the client connect to the server (:class:`PeerLink`); over that connection the
+client asks, the server answers:
 
 * ``("hello", req, client_cluster_id)`` -> ``(server_cluster_id, agent_metadata, generation)``: the link
   handshake; the client loads the server's NIXL metadata (``add_remote_agent``).
@@ -25,7 +27,12 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection, Listener
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from nodehost.connection import shutdown_connection
+
+if TYPE_CHECKING:
+    from ..engine import RemoteTable
 
 LOOPBACK = "127.0.0.1"
 
@@ -36,22 +43,6 @@ class PeerGone(Exception):
 
 class PeerTimeout(Exception):
     """The peer did not answer in time."""
-
-
-def shutdown_connection(conn: Connection) -> None:
-    """Wake up any thread blocked reading ``conn`` (closing the fd alone would not), then close it."""
-    try:
-        sock = socket.socket(fileno=conn.fileno())
-    except (OSError, ValueError):
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    finally:
-        sock.detach()
-    with contextlib.suppress(OSError):
-        conn.close()
 
 
 def no_delay(conn: Connection) -> Connection:
@@ -75,9 +66,9 @@ class ServerConn:
         self.conn = conn
         self._send_lock = threading.Lock()
         self.client_id: int | None = None
-        #: this node's cache ids as of the client's first push over the link (None before it), as the vendor syncs
-        #: the remote table once per link: caches added later stay invisible to this client until it re-links
-        self.table: frozenset[int] | None = None
+        #: this node's cache table as of the client's first push over the link (None before it), as the vendor
+        #: syncs the remote table once per link: caches added later stay invisible to this client until it re-links
+        self.table: RemoteTable | None = None
 
     def send(self, msg: Any) -> bool:
         try:
@@ -94,13 +85,28 @@ Handler = Callable[[ServerConn, str, tuple[Any, ...]], Any]
 class ControlServer:
     """Listener on 127.0.0.1 (ephemeral port); one thread per accepted connection."""
 
-    def __init__(self, authkey: bytes, handler: Handler, on_close: Callable[[ServerConn], None]) -> None:
-        self._listener = Listener((LOOPBACK, 0), family="AF_INET", authkey=authkey)
+    def __init__(self, authkey: bytes, handler: Handler, on_close: Callable[[ServerConn], None],
+                 listen: tuple[str, int] | None = None) -> None:
+        address: tuple[str, int] = (str(listen[0]), int(listen[1])) if listen else (LOOPBACK, 0)
+        self._listener = Listener(address, family="AF_INET", authkey=authkey)
         self.address: tuple[str, int] = self._listener.address  # type: ignore[assignment]
         self._handler = handler
         self._on_close = on_close
         self._closed = False
+        self._conns: set[ServerConn] = set()
+        self._conns_lock = threading.Lock()
         threading.Thread(target=self._accept_loop, name="control-accept", daemon=True).start()
+
+    def connection_count(self) -> int:
+        with self._conns_lock:
+            return len(self._conns)
+
+    def drop_connections(self) -> None:
+        """Close every accepted connection (the node is being reset: its clients belonged to the old cluster)."""
+        with self._conns_lock:
+            conns = list(self._conns)
+        for sc in conns:
+            shutdown_connection(sc.conn)
 
     def _accept_loop(self) -> None:
         while not self._closed:
@@ -113,6 +119,8 @@ class ControlServer:
             except Exception:  # noqa: BLE001 - a failed handshake (bad authkey) must not stop the server
                 continue
             sc = ServerConn(no_delay(conn))
+            with self._conns_lock:
+                self._conns.add(sc)
             threading.Thread(target=self._serve, args=(sc,), name="control-conn", daemon=True).start()
 
     def _serve(self, sc: ServerConn) -> None:
@@ -130,6 +138,8 @@ class ControlServer:
                 if req:
                     sc.send(reply)
         finally:
+            with self._conns_lock:
+                self._conns.discard(sc)
             self._on_close(sc)
             with contextlib.suppress(OSError):
                 sc.conn.close()
@@ -182,6 +192,13 @@ class PinTable:
         if pin is not None:
             pin.released.set()
 
+    def release_all(self) -> None:
+        """Release every pin (a reset: whoever waits on one must not wait any longer)."""
+        with self.lock:
+            pins, self._pins = list(self._pins.values()), {}
+        for p in pins:
+            p.released.set()
+
     def release_owner(self, owner: ServerConn) -> None:
         with self.lock:
             pins = [p for p in self._pins.values() if p.owner is owner]
@@ -224,8 +241,6 @@ class PeerLink:
     """The client end of a link: requests with answers, fire-and-forget messages and revocations."""
 
     def __init__(self, server_id: int, address: tuple[str, int], authkey: bytes) -> None:
-        if address[0] != LOOPBACK:
-            raise ValueError(f"control plane is loopback only, got {address[0]!r}")
         self.server_id = server_id
         self.agent_name = ""
         self.conn: Connection = no_delay(Client((str(address[0]), int(address[1])), family="AF_INET", authkey=authkey))

@@ -4,7 +4,12 @@
 the agent and the control listener, reports ``("ready", address, pid)`` on the parent pipe and then serves
 requests from the parent, each in a worker thread (so a push running in one thread does not block a
 ``read_tensor`` in another). It exits when the parent pipe closes, when the parent says ``exit``, or when the
-parent process is gone (watchdog): no node process outlives its cluster.
+parent process is gone (watchdog): no node process outlives its parent.
+
+A node process serves one cluster at a time and may serve many in turn (the parent's pool): ``reset`` takes
+it back to the state it had right after start-up (see :meth:`NodeRuntime.reset`), keeping only what is
+expensive to make and holds nothing of a cluster: the interpreter, the NIXL agent with its scratch buffer, and
+the control listener.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from nodehost.serve import ActiveRequests, report_start_failure, serve, start_watchdog
 
 from ..backend import ReferenceNode
 from ..enums import LLMRole, Placement
@@ -25,18 +31,23 @@ from ..llm_datadist import LLMDataDist
 from ..status import LLMStatusCode
 from .cache_manager import MultiprocessCacheManager
 from .control import ControlServer, PeerLink, PinTable, ServerConn
+from .real_memory import RealMemoryLLMDataDist
 from .transport import NixlTransport, apply_node_env
 from .wire import NodeCodec, encode_exception
 
-WATCHDOG_PERIOD_S = 0.5
 ACTIVE_POLL_S = 50e-6
 IDLE_POLL_S = 0.05
+#: how long a node progresses actively after a link handshake (the client's warm-up WRITE follows at once)
+LINK_PROGRESS_S = 0.1
+#: how long a reset waits for requests of the previous cluster still running (a push stops soon after its
+#: engine is finalized; one that does not means the process is not in a state to be reused)
+RESET_DRAIN_S = 5.0
 
 
 class NodeRuntime:
     """Everything a node process holds; ``dispatch`` serves the parent's requests."""
 
-    def __init__(self, authkey: bytes) -> None:
+    def __init__(self, authkey: bytes, listen: tuple[str, int] | None = None) -> None:
         self.authkey = authkey
         self.codec = NodeCodec(-1)
         self.transport = NixlTransport(f"rimp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -44,9 +55,21 @@ class NodeRuntime:
         self.links: dict[int, PeerLink] = {}
         self._links_lock = threading.Lock()
         self.datadist: LLMDataDist | None = None
+        self._previous: Any = None  # the engine of the node before the last reset (see reset)
         self.node: ReferenceNode | None = None
-        self.control = ControlServer(authkey, self._on_control, self.pins.release_owner)
+        self.control = ControlServer(authkey, self._on_control, lambda sc: self.pins.release_owner(sc), listen)
+        #: requests being served now (the reset waits for the previous cluster's to end)
+        self.active = ActiveRequests()
+        self.resets = 0
+        self._busy_until = 0.0  # progress like during a push until then (a link's warm-up WRITE)
         threading.Thread(target=self._notif_loop, name="nixl-notifs", daemon=True).start()
+
+    def listen_on(self, address: tuple[str, int]) -> None:
+        """Serve the control plane on ``address`` from now on (links made earlier keep their connections)."""
+        if tuple(self.control.address) != tuple(address):
+            self.control.close()
+            self.control = ControlServer(self.authkey, self._on_control, lambda sc: self.pins.release_owner(sc),
+                                         address)
 
     # ---- parent requests ----------------------------------------------------------------------------
     def dispatch(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
@@ -67,20 +90,70 @@ class NodeRuntime:
         if op == "bench_raw":
             return self.bench_raw(*args)
         if op == "stats":
-            return {"pid": os.getpid(), "agent": self.transport.name, "generation": self.transport.generation,
-                    "notifs": self.transport.notifs_received, "links": sorted(self.links)}
+            return self.stats()
+        if op == "reset":
+            self.reset()
+            return self.stats()
         raise ValueError(f"unknown node request {op!r}")
+
+    def stats(self) -> dict[str, Any]:
+        """What this process holds; the pool's isolation self-test reads it after a reset."""
+        return {"pid": os.getpid(), "agent": self.transport.name, "generation": self.transport.generation,
+                "notifs": self.transport.notifs_received, "links": sorted(self.links),
+                "initialized": self.datadist is not None, "registered": self.transport.registered_regions(),
+                "remote_agents": self.transport.peer_generations(), "server_conns": self.control.connection_count(),
+                "pins": self.pins.active, "resets": self.resets}
+
+    def reset(self) -> None:
+        """Back to the state right after start-up, so the process can serve another cluster.
+
+        In this order: finalize the engine (pushes still running stop at their next layer, and the caches,
+        pools, options and injected faults go with it); wait for the previous cluster's requests to end;
+        drop the links this node made (control connections and the remote agents loaded for them) and the
+        connections other nodes made to it (their pins go too); deregister every memory segment but the
+        scratch buffer and remove the remote agents; forget the cache handles. Anything that does not finish raises, and the parent
+        then replaces the process instead of reusing it.
+        """
+        datadist, self.datadist, self.node = self.datadist, None, None
+        # The finalized node's memory (its engine: pools, and the views of every cache) stays allocated until
+        # the next reset: a peer of the old cluster may be resetting at this very moment with a WRITE still in
+        # flight into it (a cma write does not care that the memory was deregistered), and freed memory would
+        # be the next cluster's.
+        self._previous = datadist.engine if datadist is not None and datadist.is_initialized else None
+        if datadist is not None:
+            datadist.finalize()
+        if not self.active.wait_idle(RESET_DRAIN_S):  # this request itself is one of the active ones
+            raise RuntimeError(f"{self.active.count - 1} request(s) of the previous cluster still running")
+        with self._links_lock:
+            links, self.links = self.links, {}
+        for peer in links.values():
+            peer.close()
+        self.control.drop_connections()
+        old_pins, self.pins = self.pins, PinTable()
+        old_pins.release_all()
+        self.transport.reset()
+        self.codec = self.codec.successor()
+        self.resets += 1
 
     def _datadist(self) -> LLMDataDist:
         if self.datadist is None:
             raise RuntimeError("node is not initialized")
         return self.datadist
 
-    def init(self, role: int, cluster_id: int, options: dict[str, str], slot: int) -> bool:
-        fabric = Fabric()
-        for _ in range(slot):  # distinct simulated address ranges per node, as on one in-process fabric
-            fabric.new_slot()
-        datadist = LLMDataDist(LLMRole(role), cluster_id, fabric=fabric, cache_manager_cls=MultiprocessCacheManager)
+    def init(self, role: int, cluster_id: int, options: dict[str, str], slot: int,
+             cache_manager_cls: type[MultiprocessCacheManager] = MultiprocessCacheManager,
+             real_memory: bool = False) -> bool:
+        """Build this node's LLMDataDist. ``real_memory``: its memory at real addresses of this process (each
+        segment registered with NIXL as it is made), so that others can read and write it by address (the
+        node host does, through the vendor API); otherwise simulated addresses on a private Fabric."""
+        if real_memory:
+            datadist: LLMDataDist = RealMemoryLLMDataDist(LLMRole(role), cluster_id, cache_manager_cls=cache_manager_cls,
+                                                          on_segment=self.transport.register)
+        else:
+            fabric = Fabric()
+            for _ in range(slot):  # distinct simulated address ranges per node, as on one in-process fabric
+                fabric.new_slot()
+            datadist = LLMDataDist(LLMRole(role), cluster_id, fabric=fabric, cache_manager_cls=cache_manager_cls)
         datadist.init(dict(options))
         self.codec.cluster_id = cluster_id
         engine = datadist.engine
@@ -186,6 +259,8 @@ class NodeRuntime:
     def _on_control(self, sc: ServerConn, op: str, args: tuple[Any, ...]) -> Any:
         if op == "hello":
             sc.client_id = args[0]
+            self._busy_until = time.monotonic() + LINK_PROGRESS_S
+            self.pins.wake.set()
             metadata, generation = self.transport.metadata()
             cluster_id = self.datadist.cluster_id if self.datadist else None
             return cluster_id, metadata, generation, self.transport.scratch.ctypes.data
@@ -201,19 +276,34 @@ class NodeRuntime:
         if datadist is None or not datadist.is_initialized:
             return None
         engine = datadist.engine
+        stale = bool(getattr(datadist._cache_manager, "stale_remote_table", False))
         with self.pins.lock:
-            # the reference's remote lookup: by id, or (cache_id <= 0) the key with req_id 0 and model_id 0
-            entry = engine.lookup(cache_id) if cache_id > 0 else engine.lookup_by_key(0, 0)
-            if sc.table is None:
-                sc.table = frozenset(engine.caches)
-            if entry is None or not entry.alive or self.pins.dying(entry.cache_id) or entry.cache_id not in sc.table:
-                return None
-            pin = self.pins.add(entry.cache_id, sc, timeout_s).pin_id if entry.remote_accessible else 0
+            if sc.table is None or sc.table.version == 0:  # version 0: nothing published yet, sync again
+                sc.table = engine.snapshot_table()
+            if stale:
+                # vendor mode: the table synced at the link's first push, and nothing else (facts §1.3 N8): a
+                # cache deallocated since is still found, and its old memory written; no pin protects it
+                entry = sc.table.find(cache_id)
+                if entry is None:
+                    return None
+                pin = 0
+            else:
+                # the reference's remote lookup: by id, or (cache_id <= 0) the key with req_id 0 and model_id 0
+                entry = engine.lookup(cache_id) if cache_id > 0 else engine.lookup_by_key(0, 0)
+                if (entry is None or not entry.alive or self.pins.dying(entry.cache_id)
+                        or entry.cache_id not in sc.table.entries):
+                    return None
+                pin = self.pins.add(entry.cache_id, sc, timeout_s).pin_id if entry.remote_accessible else 0
+            space = engine.memory.space(entry.placement)
+            ends = []
+            for v in entry.views:
+                seg = space.find(v.ctypes.data, 0) if hasattr(space, "adopt") else None
+                ends.append(seg.end if seg is not None else v.ctypes.data + v.size)
             info: dict[str, Any] = {
                 "cache_id": entry.cache_id, "placement": int(entry.placement), "num_tensors": entry.num_tensors,
                 "shape": entry.shape, "tensor_nbytes": entry.tensor_nbytes, "batch_size": entry.batch_size,
                 "stride": entry.stride, "is_blocks": entry.is_blocks, "remote_accessible": entry.remote_accessible,
-                "addrs": [v.ctypes.data for v in entry.views], "pin": pin,
+                "addrs": [v.ctypes.data for v in entry.views], "pin": pin, "ends": ends,
             }
         if known_generation != self.transport.generation:
             info["metadata"], info["generation"] = self.transport.metadata()
@@ -224,10 +314,12 @@ class NodeRuntime:
 
         Agents run without NIXL's progress thread (it spins a core). A WRITE with a notification completes
         at the sender only once the target's worker has progressed, so while a push holds a pin on one of
-        this node's caches the loop progresses every ~50 us; otherwise it idles (woken by the next pin).
+        this node's caches the loop progresses every ~50 us; otherwise it idles (woken by the next pin). A link
+        handshake counts as a push for a moment (``_busy_until``): its warm-up WRITE needs the same progress,
+        or it waits for the next idle tick (~40 ms measured per link with pooled processes).
         """
         while True:
-            if self.pins.active:
+            if self.pins.active or time.monotonic() < self._busy_until:
                 time.sleep(ACTIVE_POLL_S)
             else:
                 self.pins.wake.wait(IDLE_POLL_S)
@@ -238,60 +330,12 @@ class NodeRuntime:
                 pass
 
 
-def _watchdog(parent_pid: int) -> None:
-    while True:
-        time.sleep(WATCHDOG_PERIOD_S)
-        if os.getppid() != parent_pid:
-            os._exit(0)
-
-
 def node_main(conn: Any, parent_pid: int, authkey: bytes) -> None:
     """Process entry point (spawn)."""
     apply_node_env()
-    threading.Thread(target=_watchdog, args=(parent_pid,), name="watchdog", daemon=True).start()
+    start_watchdog(parent_pid)
     try:
         rt = NodeRuntime(authkey)
-    except BaseException as exc:  # noqa: BLE001
-        try:
-            conn.send_bytes(pickle.dumps(("fail", encode_exception(exc, pickle.dumps))))
-        finally:
-            os._exit(1)
-    conn.send_bytes(pickle.dumps(("ready", rt.control.address, os.getpid())))
-    send_lock = threading.Lock()
-    codec = rt.codec
-
-    def reply(msg: Any) -> None:
-        try:
-            data = codec.dumps(msg)
-        except Exception as exc:  # noqa: BLE001 - an unpicklable result becomes an error
-            data = codec.dumps((msg[0], "err", encode_exception(exc, codec.dumps), []))
-        with send_lock:
-            conn.send_bytes(data)
-
-    def serve(req: int, op: str, args: Any, kwargs: Any, seen: list[Any]) -> None:
-        try:
-            result = rt.dispatch(op, args, kwargs)
-        except BaseException as exc:  # noqa: BLE001 - every error goes back to the parent
-            msg: Any = (req, "err", encode_exception(exc, codec.dumps), seen)
-        else:
-            msg = (req, "ok", result, seen)
-        try:
-            reply(msg)
-        except (OSError, EOFError):
-            os._exit(0)
-
-    pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="node-req")
-    while True:
-        try:
-            data = conn.recv_bytes()
-        except (EOFError, OSError):
-            break
-        try:
-            (req, op, args, kwargs), seen = codec.loads(data)
-        except Exception as exc:  # noqa: BLE001 - the request id is unknown: answer request 0
-            reply((0, "err", encode_exception(exc, codec.dumps), []))
-            continue
-        if op == "exit":
-            break
-        pool.submit(serve, req, op, args, kwargs, seen)
-    os._exit(0)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
+        report_start_failure(conn, exc, lambda e: encode_exception(e, pickle.dumps))
+    serve(conn, rt, rt.control.address)

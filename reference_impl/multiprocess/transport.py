@@ -22,9 +22,14 @@ from typing import Any
 NODE_ENV = {"UCX_NET_DEVICES": "lo", "NIXL_LOG_LEVEL": "ERROR"}
 
 
-def apply_node_env() -> None:
+def apply_node_env(override: bool = True) -> None:
+    """Set NODE_ENV in this process; ``override=False`` keeps values already set (a node on another host
+    names its own network device)."""
     for key, value in NODE_ENV.items():
-        os.environ[key] = value
+        if override:
+            os.environ[key] = value
+        else:
+            os.environ.setdefault(key, value)
 
 
 def nixl_available() -> str | None:
@@ -79,6 +84,35 @@ class NixlTransport:
             self._regs.append(self.agent.register_memory([(addr, nbytes, 0, "")], "DRAM"))
             self._registered.add((addr, nbytes))
             self.generation += 1
+
+    def registered_regions(self) -> int:
+        return len(self._regs)
+
+    def peer_names(self) -> list[str]:
+        return sorted(self._peers)
+
+    def reset(self) -> None:
+        """Deregister every segment but the scratch buffer and forget every remote agent (a node reset).
+
+        Remote agents are removed, not kept: re-adding an agent's metadata merges its new registrations with
+        the old ones, and stale regions left from an earlier cluster then shadow the new ones (NIXL refused
+        descriptors inside current registrations with nixlNotFoundError when they were kept). The generation
+        moves on, so metadata taken before the reset is never mistaken for current."""
+        with self._lock:
+            regs, self._regs = self._regs[1:], self._regs[:1]
+            for reg in regs:
+                self.agent.deregister_memory(reg)
+            self._registered = {(self.scratch.ctypes.data, self.scratch.size)}
+            peers, self._peers = list(self._peers), {}
+            for name in peers:
+                try:
+                    self.agent.remove_remote_agent(name)
+                except Exception:  # noqa: BLE001 - the peer may be gone already
+                    pass
+            self.generation += 1
+
+    def peer_generations(self) -> dict[str, int]:
+        return dict(self._peers)
 
     def metadata(self) -> tuple[bytes, int]:
         with self._lock:

@@ -14,6 +14,7 @@ Exceptions are pickled too (``LLMException`` keeps its ``status_code``); one tha
 from __future__ import annotations
 
 import io
+import os
 import pickle
 import threading
 import traceback
@@ -23,6 +24,9 @@ from ..cache import Cache
 from ..status import LLMException, LLMStatusCode
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
+#: this process's part of every cache handle: a handle made in one node process never resolves in another,
+#: even when a pooled process serves a later cluster under the same cluster id
+_TOKEN = os.urandom(8).hex()
 
 
 def _snapshot(cache: Cache) -> tuple[Any, ...]:
@@ -34,7 +38,7 @@ class CacheProxy(Cache):
     """The parent's view of a Cache that lives in a node process (a snapshot kept up to date by replies)."""
 
     _mp_owner: int
-    _mp_handle: int
+    _mp_handle: tuple[str, int]
 
     def _mp_update(self, snap: tuple[Any, ...]) -> None:
         (self._cache_id, self._cache_desc, addrs, self._is_registered, self._is_blocks_cache,
@@ -53,9 +57,9 @@ class ParentCodec:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._proxies: dict[tuple[int, int], CacheProxy] = {}
+        self._proxies: dict[tuple[int, tuple[str, int]], CacheProxy] = {}
 
-    def proxy(self, owner: int, handle: int, snap: tuple[Any, ...]) -> CacheProxy:
+    def proxy(self, owner: int, handle: tuple[str, int], snap: tuple[Any, ...]) -> CacheProxy:
         with self._lock:
             p = self._proxies.get((owner, handle))
             if p is None:
@@ -73,6 +77,11 @@ class ParentCodec:
 
     def loads(self, data: bytes) -> Any:
         return _ParentUnpickler(io.BytesIO(data), self).load()
+
+    def decode_error(self, payload: tuple[str, Any], where: str) -> BaseException:
+        """The exception a node reported (``encode_exception``'s form), rebuilt here."""
+        kind, body = payload
+        return decode_exception(kind, body, self.loads, where)
 
 
 class _ParentPickler(pickle.Pickler):
@@ -103,24 +112,30 @@ class _ParentUnpickler(pickle.Unpickler):
 class NodeCodec:
     """Pickling in a node process: real Caches go out as handles; handles of this node come back as them."""
 
-    def __init__(self, cluster_id: int) -> None:
+    def __init__(self, cluster_id: int, first_handle: int = 1) -> None:
         self.cluster_id = cluster_id
         self._lock = threading.Lock()
-        self._by_handle: dict[int, Cache] = {}
-        self._by_obj: dict[int, int] = {}  # id(cache) -> handle (the cache is kept alive in _by_handle)
-        self._next = 1
+        self._by_handle: dict[tuple[str, int], Cache] = {}
+        self._by_obj: dict[int, tuple[str, int]] = {}  # id(cache) -> handle (the cache is kept alive in _by_handle)
+        self._next = first_handle
 
-    def handle_of(self, cache: Cache) -> int:
+    def successor(self) -> NodeCodec:
+        """A codec for the process's next cluster: no caches, and handles that never repeat this one's, so a
+        proxy kept from an earlier cluster can never resolve to a cache of a later one."""
+        with self._lock:
+            return NodeCodec(-1, self._next)
+
+    def handle_of(self, cache: Cache) -> tuple[str, int]:
         with self._lock:
             h = self._by_obj.get(id(cache))
             if h is None:
-                h = self._next
+                h = (_TOKEN, self._next)
                 self._next += 1
                 self._by_obj[id(cache)] = h
                 self._by_handle[h] = cache
             return h
 
-    def resolve(self, owner: int, handle: int, snap: tuple[Any, ...]) -> Cache:
+    def resolve(self, owner: int, handle: tuple[str, int], snap: tuple[Any, ...]) -> Cache:
         if owner == self.cluster_id:
             with self._lock:
                 cache = self._by_handle.get(handle)
@@ -138,6 +153,9 @@ class NodeCodec:
         """The object, and the caches of this node it referenced (their state goes back with the reply)."""
         up = _NodeUnpickler(io.BytesIO(data), self)
         return up.load(), up.seen
+
+    def encode_error(self, exc: BaseException) -> tuple[str, Any]:
+        return encode_exception(exc, self.dumps)
 
 
 class _NodePickler(pickle.Pickler):

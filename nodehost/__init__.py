@@ -1,0 +1,18 @@
+"""The node host: runs an ``llm_datadist``-compatible implementation one process per node and serves the
+kit's backend protocol (docs/architecture.md) to the suite.
+
+* :mod:`nodehost.process` - the parent's side: node processes, pipes, the pool that resets and reuses them;
+* :mod:`nodehost.serve` - the node's side of the pipe (request loop, watchdog);
+* :mod:`nodehost.driver` - the node process for a vendor-API module, driven only through the vendor's
+  public Python API (:mod:`nodehost.vendor_api` lists the names, with their sources in the facts sheet);
+* :mod:`nodehost.memory` - memory accessors by address (host memory; NPU memory through pyACL);
+* :mod:`nodehost.wire` - what crosses the pipe (Cache handles, exceptions with status codes);
+* :mod:`nodehost.backend` - :class:`~nodehost.backend.NodeHostBackend` and the backends the kit names:
+  ``llm_datadist`` (the real package), ``reference-nodehost`` (the multi-process reference) and
+  ``reference-vendor-nodehost`` (the same in vendor mode);
+* :mod:`nodehost.agent` - node agents (``python -m nodehost serve --listen ADDR:PORT``): node processes on other
+  hosts, reached over TCP with a shared key.
+
+The multi-process reference (``reference_impl.multiprocess``) runs its nodes on the same process and pool
+machinery with a node runtime of its own. See docs/nixl.md and docs/ascend-host.md.
+"""

@@ -1,0 +1,455 @@
+"""The node host as a conformance-kit backend: one process per node, an ``llm_datadist``-compatible module in each.
+
+``NodeHostBackend(module)`` satisfies the backend protocol (docs/architecture.md) for any implementation
+module with the vendor's public API: the real ``llm_datadist`` (entry point ``llm_datadist``), or the
+multi-process reference (``reference_impl.multiprocess.datadist``). The parent imports the module too, for
+``node.api`` (the same classes as in the node processes, so arguments pickle across) and never calls it.
+
+* ``open_cluster`` leases one node process per node spec from the backend's pool, and ``init``s each with
+  the spec's role, cluster id and options; ``link`` / ``unlink`` make the client call ``link_clusters`` /
+  ``unlink_clusters`` naming the server's listen address;
+* ``node.cache_manager`` forwards each public method (signatures taken from the node) and re-raises the
+  node's exception (an LLMException keeps its status_code);
+* ``write_tensor`` / ``read_tensor`` / ``alloc_memory`` / ``read_memory`` / ``write_memory`` run in the node
+  through its memory accessors; ``inject({"kind": "kill_node"})`` SIGKILLs the node's process, other faults
+  need the implementation's ``conformance_inject`` hook;
+* ``cluster.close()`` gives the processes back to the pool (reset, or ended when the reset fails).
+
+Environment: ``NODEHOST_POOL`` (idle processes kept, default 8; 0: no reuse), ``NODEHOST_DEVICE_IDS`` (device
+ids handed to the nodes of a cluster in order, e.g. ``0,1``), ``NODEHOST_DEVICE_IPS`` (their listen ips, same
+order), ``NODEHOST_LISTEN_IP`` (default 127.0.0.1), ``NODEHOST_DEVICE_MEMORY`` (see nodehost.memory),
+``NODEHOST_AGENTS`` (``HOST:PORT,HOST:PORT``: node agents, see nodehost.agent; node i of a cluster runs on agent
+i modulo their number; the shared key from ``NODEHOST_KEY`` or ``NODEHOST_KEY_FILE``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib
+import inspect
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from .agent import load_key, parse_address
+from .driver import node_main
+from .memory import DEVICE_MEMORY_ENV, device_accessor_kind
+from .process import DEFAULT_POOL_SIZE, READY_TIMEOUT_S, LeasedProcess, NodePool, NodeProcess, end_all
+from .vendor_api import CACHE_MANAGER
+from .wire import ParentCodec
+
+POOL_ENV = "NODEHOST_POOL"
+AGENTS_ENV = "NODEHOST_AGENTS"
+DEVICE_IDS_ENV = "NODEHOST_DEVICE_IDS"
+DEVICE_IPS_ENV = "NODEHOST_DEVICE_IPS"
+#: defaults for the node processes' environment (NIXL/UCX on loopback, quiet); a value already set wins
+NODE_ENV = {"UCX_NET_DEVICES": "lo", "NIXL_LOG_LEVEL": "ERROR"}
+SPEC_VERSIONS = ["8.3.RC1.alpha003", "8.5.0", "9.0.0"]
+#: names node.api offers (the tests build every argument from them)
+API_NAMES = ("CacheDesc", "CacheKey", "CacheKeyByIdAndIndex", "BlocksCacheKey", "Cache", "Placement", "DataType",
+             "LLMException", "LLMStatusCode", "LLMConfig", "LLMRole", "LLMClusterInfo")
+
+
+def _env_list(name: str) -> list[str]:
+    return [x.strip() for x in os.environ.get(name, "").split(",") if x.strip()]
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    return int(text) if text.isdigit() else default
+
+
+class CacheManagerProxy:
+    """``node.cache_manager`` in the parent: the vendor's cache-manager methods, each run in the node.
+
+    The methods are those of the class :func:`proxy_class` makes for the implementation's signatures (methods
+    of the class, not of the instance: a kit that moves the proxy between processes treats them as methods)."""
+
+    def __init__(self, node: HostNode) -> None:
+        self._node = node
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"{name!r}: not a cache-manager method of the vendor API that this implementation has")
+
+    def __repr__(self) -> str:
+        return f"CacheManagerProxy(cluster_id={self._node.cluster_id}, pid={self._node.pid})"
+
+
+def _forwarder(name: str, sig: inspect.Signature | None) -> Any:
+    def method(self: CacheManagerProxy, *args: Any, **kwargs: Any) -> Any:
+        return self._node.proc.call("cm", name, args, kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"CacheManagerProxy.{name}"
+    if sig is not None:
+        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+        method.__signature__ = sig.replace(parameters=[self_param, *sig.parameters.values()])  # type: ignore[attr-defined]
+    return method
+
+
+_PROXY_CLASSES: dict[tuple[tuple[str, str], ...], type] = {}
+_PROXY_LOCK = threading.Lock()
+
+
+def proxy_class(signatures: Mapping[str, inspect.Signature | None]) -> type:
+    """The CacheManagerProxy subclass with a forwarder per method the node reported (one class per set)."""
+    names = {n: sig for n, sig in signatures.items() if n in CACHE_MANAGER}
+    key = tuple(sorted((n, str(sig)) for n, sig in names.items()))
+    with _PROXY_LOCK:
+        cls = _PROXY_CLASSES.get(key)
+        if cls is None:
+            cls = _PROXY_CLASSES[key] = type("CacheManagerProxy", (CacheManagerProxy,),
+                                             {n: _forwarder(n, sig) for n, sig in names.items()})
+        return cls
+
+
+class HostNode:
+    """A node as the kit sees it: a proxy of its process."""
+
+    def __init__(self, cluster_id: int, proc: NodeProcess, api: Any, init: Mapping[str, Any]) -> None:
+        self.cluster_id = cluster_id
+        self.api = api
+        self.proc = LeasedProcess(proc)
+        self.address = tuple(init["address"])
+        self.cache_manager_enabled = bool(init["cache_manager"])
+        self._cm = proxy_class(init.get("signatures", {}))(self)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return not self.proc.dead.is_set()
+
+    @property
+    def cache_manager(self) -> CacheManagerProxy:
+        if not self.cache_manager_enabled:
+            self.proc.call("cm_check")  # raises what the implementation raises
+        return self._cm
+
+    def write_tensor(self, cache: Any, index: int, data: np.ndarray) -> None:
+        self.proc.call("node", "write_tensor", (cache, index, np.asarray(data)))
+
+    def read_tensor(self, cache: Any, index: int) -> np.ndarray:
+        return self.proc.call("node", "read_tensor", (cache, index))
+
+    def alloc_memory(self, placement: str, nbytes: int) -> int:
+        return self.proc.call("node", "alloc_memory", (placement, nbytes))
+
+    def read_memory(self, addr: int, nbytes: int) -> np.ndarray:
+        return self.proc.call("node", "read_memory", (addr, nbytes))
+
+    def write_memory(self, addr: int, data: np.ndarray) -> None:
+        self.proc.call("node", "write_memory", (addr, np.asarray(data)))
+
+    def inject(self, fault: Mapping[str, Any]) -> None:
+        if not isinstance(fault, Mapping):
+            raise TypeError(f"fault must be a mapping, got {type(fault).__name__}")
+        if fault.get("kind") == "kill_node":
+            self.proc.kill()
+            return
+        self.proc.call("node", "inject", (dict(fault),))
+
+    def stats(self) -> dict[str, Any]:
+        return self.proc.call("stats")
+
+    def __repr__(self) -> str:
+        return f"HostNode(cluster_id={self.cluster_id}, pid={self.pid})"
+
+
+class HostCluster:
+    """The nodes of one cluster, each in a process of the backend's pool."""
+
+    def __init__(self, backend: NodeHostBackend, node_specs: Sequence[Mapping[str, Any]]) -> None:
+        parsed = []
+        for spec in node_specs:
+            role = spec.get("role", "MIX")
+            parsed.append((spec["cluster_id"], str(getattr(role, "name", role)), dict(spec.get("options", {}))))
+        ids = [cid for cid, _, _ in parsed]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"duplicate cluster_id in node_specs: {ids}")
+        self._backend = backend
+        self._codec = ParentCodec(backend.module)
+        self._nodes: dict[int, HostNode] = {}
+        self._procs: list[NodeProcess] = []
+        self._closed = False
+        self._lock = threading.Lock()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        try:
+            devices, ips = _env_list(DEVICE_IDS_ENV), _env_list(DEVICE_IPS_ENV)
+            if devices and len(devices) < len(parsed):
+                raise ValueError(f"{DEVICE_IDS_ENV} names {len(devices)} devices; this cluster has {len(parsed)} nodes")
+            self._procs = self._lease(len(parsed))
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            for slot, ((cid, role, options), proc) in enumerate(zip(parsed, self._procs, strict=True)):
+                proc.label = f"node {cid}"
+                device = int(devices[slot]) if devices else None
+                ip = ips[slot] if slot < len(ips) else None
+                self._nodes[cid] = self._init_node(slot, proc, deadline, cid, role, options, device, ip)
+        except BaseException:
+            self.close()
+            raise
+
+    def _lease(self, n: int) -> list[NodeProcess]:
+        """A process per slot: local, or on the slot's agent; from the slot's pool when pooling."""
+        procs: list[NodeProcess] = []
+        authkey = os.urandom(32)
+        try:
+            for slot in range(n):
+                agent = self._backend.agent_for(slot)
+                pool = self._backend.pool(agent)
+                if pool is None:
+                    procs.append(self._backend.start_process("node", self._codec, authkey, agent))
+                    continue
+                start = functools.partial(self._start_in, pool, agent)
+                procs += pool.lease(1, 0, self._codec, start)
+        except BaseException:
+            end_all(procs)
+            raise
+        return procs
+
+    def _start_in(self, pool: NodePool, agent: tuple[str, int] | None, label: str) -> NodeProcess:
+        return self._backend.start_process(label, self._codec, pool.authkey, agent)
+
+    def _pool_of(self, proc: NodeProcess) -> NodePool | None:
+        return self._backend.pool(proc.agent)
+
+    def _init_node(self, slot: int, proc: NodeProcess, deadline: float, cid: int, role: str,
+                   options: dict[str, str], device: int | None, ip: str | None) -> HostNode:
+        proc.wait_ready(deadline)
+        try:
+            init = proc.call("init", role, cid, options, device, ip)
+        except Exception as exc:
+            pool = self._pool_of(proc)
+            if pool is None or proc.lease <= 1 or not self._may_be_the_process(exc):
+                raise
+            # a reused process that cannot host the new LLMDataDist: replace it by a fresh one, once
+            pool.discard(proc)
+            proc = self._procs[slot] = self._start_in(pool, proc.agent, f"node {cid}")
+            proc.lease += 1
+            proc.wait_ready(deadline)
+            init = proc.call("init", role, cid, options, device, ip)
+        return HostNode(cid, proc, self._backend.api, init)
+
+    def _may_be_the_process(self, exc: Exception) -> bool:
+        """Whether an init failure may come from the reused process rather than from the options: not a
+        TypeError/ValueError, and an LLMException only with LLM_FAILED (the vendor's "Cannot init multiple
+        LLMDataDists"); a bad option fails the same way in a fresh process, so it is not retried."""
+        if isinstance(exc, (TypeError, ValueError)):
+            return False
+        status = getattr(exc, "status_code", None)
+        failed = self._backend.module.LLMStatusCode.LLM_FAILED
+        return status is None or int(getattr(status, "value", status)) == int(failed.value)
+
+    @property
+    def nodes(self) -> dict[int, HostNode]:
+        return dict(self._nodes)
+
+    def node(self, cluster_id: int) -> HostNode:
+        return self._nodes[cluster_id]
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs]
+
+    def link(self, client: int, server: int) -> None:
+        self._link("link", client, server)
+
+    def unlink(self, client: int, server: int) -> None:
+        self._link("unlink", client, server)
+
+    def _link(self, op: str, client: int, server: int) -> None:
+        status_enum = self._backend.module.LLMStatusCode
+        cnode = self.node(client)
+        snode = self._nodes.get(server)
+        if snode is None or (op == "link" and not snode.alive):
+            status = int(status_enum.LLM_LINK_FAILED.value if op == "link" else status_enum.LLM_UNLINK_FAILED.value)
+        else:
+            try:
+                status = int(cnode.proc.call(op, server, snode.address))
+            except Exception:  # noqa: BLE001 - a dead client, or the implementation raised: the link failed
+                if op == "unlink" and not cnode.alive:
+                    return  # unlinking from a dead node: nothing is left to unlink
+                failed = status_enum.LLM_LINK_FAILED if op == "link" else status_enum.LLM_UNLINK_FAILED
+                status = int(failed.value)
+        ok = {int(status_enum.LLM_SUCCESS.value)}
+        if op == "unlink":
+            ok.add(int(status_enum.LLM_NOT_YET_LINK.value))
+        if status not in ok:
+            name = next((m.name for m in status_enum if int(m.value) == status), str(status))
+            raise RuntimeError(f"{op} {client} -> {server} failed: LLMStatusCode.{name}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        pools: dict[int, tuple[NodePool | None, list[NodeProcess]]] = {}
+        for proc in self._procs:
+            pool = self._pool_of(proc)
+            pools.setdefault(id(pool), (pool, []))[1].append(proc)
+        for pool, procs in pools.values():
+            if pool is not None:
+                pool.give_back(procs)
+            else:
+                end_all(procs)
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+    def __enter__(self) -> HostCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class NodeHostBackend:
+    """A backend whose nodes run ``module`` (an llm_datadist-compatible implementation) one per process."""
+
+    def __init__(self, module: str, name: str | None = None, version: str | None = None,
+                 pool: NodePool | bool = True, start_method: str = "spawn", product: str = "llm_datadist",
+                 agents: Sequence[tuple[str, int]] | None = None, key: bytes | None = None) -> None:
+        """``agents`` (else $NODEHOST_AGENTS): node agents that run the nodes; ``key``: their shared key (else
+        $NODEHOST_KEY / $NODEHOST_KEY_FILE)."""
+        self.module_name = module
+        self.name = name or f"nodehost-{module}"
+        self._version = version
+        self._pool_choice = pool
+        self.start_method = start_method
+        self.product = product
+        self._module: Any = None
+        self._agents = [tuple(a) for a in agents] if agents is not None else None
+        self._key = key
+
+    @property
+    def agents(self) -> list[tuple[str, int]]:
+        if self._agents is not None:
+            return list(self._agents)  # type: ignore[arg-type]
+        return [parse_address(a) for a in _env_list(AGENTS_ENV)]
+
+    def agent_for(self, slot: int) -> tuple[str, int] | None:
+        agents = self.agents
+        return agents[slot % len(agents)] if agents else None
+
+    def agent_key(self) -> bytes:
+        if self._key is None:
+            self._key = load_key()
+        return self._key
+
+    @property
+    def module(self) -> Any:
+        if self._module is None:
+            try:
+                self._module = importlib.import_module(self.module_name)
+            except ImportError as exc:
+                raise ImportError(f"the implementation module {self.module_name!r} does not import ({exc}); for the "
+                                  "vendor package, source CANN's set_env.sh first (docs/ascend-host.md)") from None
+        return self._module
+
+    @property
+    def version(self) -> str:  # type: ignore[override]
+        if self._version is not None:
+            return self._version
+        try:
+            return str(getattr(self.module, "__version__", "unknown"))
+        except ImportError:
+            return "not installed"
+
+    @property
+    def api(self) -> SimpleNamespace:
+        mod = self.module
+        return SimpleNamespace(**{n: getattr(mod, n) for n in API_NAMES if hasattr(mod, n)})
+
+    def pool(self, agent: tuple[str, int] | None = None) -> NodePool | None:
+        """The pool for nodes on ``agent`` (None: local ones); None when pooling is off."""
+        if isinstance(self._pool_choice, NodePool):
+            if agent is None:
+                return self._pool_choice
+            return _shared_pool(f"{self._pool_choice.key or id(self._pool_choice)}@{agent[0]}:{agent[1]}")
+        if self._pool_choice is False:
+            return None
+        size = _env_int(POOL_ENV, DEFAULT_POOL_SIZE)
+        if size == 0:
+            return None
+        pool = _shared_pool(self.module_name if agent is None else f"{self.module_name}@{agent[0]}:{agent[1]}")
+        pool.max_idle = size
+        return pool
+
+    def start_process(self, label: str, codec: ParentCodec, authkey: bytes,
+                      agent: tuple[str, int] | None = None) -> NodeProcess:
+        gone = functools.partial(_gone, self.module)
+        args = (self.module_name, dict(NODE_ENV))
+        if agent is not None:  # the agent's key is the node's key: every node of an agent run shares it
+            return NodeProcess.via_agent(agent, self.agent_key(), "vendor", args, codec, label, gone)
+        ctx = multiprocessing.get_context(self.start_method)
+        return NodeProcess(ctx, node_main, args, authkey, codec, label, gone)
+
+    def device_memory(self) -> str | None:
+        says_host = getattr(self.module, "CONFORMANCE_DEVICE_MEMORY", None) == "host"
+        return device_accessor_kind(os.environ.get(DEVICE_MEMORY_ENV, "auto"), says_host)
+
+    def capabilities(self) -> dict[str, Any]:
+        mod = self.module
+        placements = ["HOST"] + (["DEVICE"] if self.device_memory() else [])
+        faults = ["kill_node"] + [f for f in getattr(mod, "CONFORMANCE_FAULTS", ()) if f != "kill_node"]
+        return {
+            "placements": placements, "blocks_cache": True, "register_cache": True, "raw_memory": True,
+            "faults": sorted(set(faults), key=faults.index), "memory_pools": True, "threads": True,
+            "spec_versions": list(SPEC_VERSIONS), "product": self.product, "max_cache_bytes": 1 << 28,
+        }
+
+    def open_cluster(self, node_specs: Sequence[Mapping[str, Any]]) -> HostCluster:
+        return HostCluster(self, node_specs)
+
+    def __repr__(self) -> str:
+        return f"NodeHostBackend(module={self.module_name!r}, name={self.name!r})"
+
+
+def _gone(module: Any, why: str) -> BaseException:
+    return module.LLMException(why, status_code=module.LLMStatusCode.LLM_FAILED)
+
+
+_POOLS: dict[str, NodePool] = {}
+_POOLS_LOCK = threading.Lock()
+_LIVE: set[HostCluster] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _shared_pool(key: str) -> NodePool:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            pool = _POOLS[key] = NodePool(key=key)
+        return pool
+
+
+@atexit.register
+def _close_all() -> None:
+    with _LIVE_LOCK:
+        clusters = list(_LIVE)
+    for cluster in clusters:
+        try:
+            cluster.close()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+    for pool in pools:
+        pool.close()
+
+
+#: the real vendor package (entry point ``llm_datadist``)
+llm_datadist = NodeHostBackend("llm_datadist", name="llm_datadist")
+#: the multi-process reference through its vendor API (docs/nixl.md)
+reference = NodeHostBackend("reference_impl.multiprocess.datadist", name="reference-nodehost", product="emulator")
+#: the same in vendor mode: must fail exactly the clauses whose `deviation:` says so, as reference-vendor does
+reference_vendor = NodeHostBackend("reference_impl.multiprocess.datadist_vendor", name="reference-vendor-nodehost",
+                                   product="emulator")

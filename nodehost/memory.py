@@ -1,0 +1,165 @@
+"""Memory accessors: how the node host reads, writes and allocates a node's memory, by address.
+
+The vendor API hands out memory only as addresses (``Cache.tensor_addrs``) and takes raw memory as addresses
+(``register_cache(desc, addrs)``); it has no call to read or write it. So the host brings its own access, one
+accessor per placement:
+
+* :class:`HostMemory`: host memory of the node process, by address (``ctypes.memmove``); allocations are numpy
+  buffers the accessor keeps alive until ``release_all``.
+* :class:`AclDeviceMemory`: NPU memory through pyACL (``acl.rt.malloc`` / ``acl.rt.memcpy``) when ``acl`` imports;
+  written from the CANN documentation of pyACL and not run here (no NPU on the project's machines).
+
+Which accessor serves DEVICE placement is chosen by :func:`device_accessor`: ``acl`` when it imports; host
+memory when the implementation says that its "device" memory is host memory (a CPU emulator); otherwise none,
+and the backend then declares HOST placement only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import threading
+from typing import Any, Protocol
+
+import numpy as np
+
+#: environment variable: "auto" (default), "acl", "host" or "none": who serves DEVICE memory
+DEVICE_MEMORY_ENV = "NODEHOST_DEVICE_MEMORY"
+
+
+class MemoryAccessor(Protocol):
+    kind: str
+
+    def alloc(self, nbytes: int) -> int: ...
+
+    def read(self, addr: int, nbytes: int) -> np.ndarray: ...
+
+    def write(self, addr: int, data: np.ndarray) -> None: ...
+
+    def release_all(self) -> None: ...
+
+
+class HostMemory:
+    """Host memory of this process, by address."""
+
+    kind = "host"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owned: dict[int, np.ndarray] = {}
+        self._retired: dict[int, np.ndarray] = {}
+
+    def alloc(self, nbytes: int) -> int:
+        if int(nbytes) <= 0:
+            raise ValueError(f"nbytes must be > 0, got {nbytes}")
+        buf = np.zeros(int(nbytes), dtype=np.uint8)
+        addr = int(buf.ctypes.data)
+        with self._lock:
+            self._owned[addr] = buf
+        return addr
+
+    def read(self, addr: int, nbytes: int) -> np.ndarray:
+        if not addr:
+            raise ValueError("address 0")
+        return np.frombuffer(ctypes.string_at(int(addr), int(nbytes)), dtype=np.uint8).copy()
+
+    def write(self, addr: int, data: np.ndarray) -> None:
+        if not addr:
+            raise ValueError("address 0")
+        arr = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
+        ctypes.memmove(int(addr), arr.ctypes.data, arr.size)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._owned)
+
+    def release_all(self) -> None:
+        """Give up every allocation. The buffers are freed one release later: a peer of the cluster that just
+        ended may still have a transfer in flight into them, and freed memory would be the next cluster's."""
+        with self._lock:
+            self._retired, self._owned = self._owned, {}
+
+
+class AclDeviceMemory:
+    """NPU memory through pyACL (CANN). Every call runs in the device context made at construction."""
+
+    kind = "acl"
+    _HUGE_FIRST = 0  # ACL_MEM_MALLOC_HUGE_FIRST
+    _H2D = 1  # ACL_MEMCPY_HOST_TO_DEVICE
+    _D2H = 2  # ACL_MEMCPY_DEVICE_TO_HOST
+
+    def __init__(self, acl: Any, device_id: int) -> None:
+        self._acl = acl
+        self._lock = threading.Lock()
+        self._owned: list[int] = []
+        self._check(acl.rt.set_device(device_id), "acl.rt.set_device")
+        self._context, ret = acl.rt.get_context()
+        self._check(ret, "acl.rt.get_context")
+
+    @staticmethod
+    def _check(ret: int, what: str) -> None:
+        if ret != 0:
+            raise RuntimeError(f"{what} failed with ACL error {ret}")
+
+    def _enter(self) -> None:
+        self._check(self._acl.rt.set_context(self._context), "acl.rt.set_context")
+
+    def alloc(self, nbytes: int) -> int:
+        self._enter()
+        ptr, ret = self._acl.rt.malloc(int(nbytes), self._HUGE_FIRST)
+        self._check(ret, "acl.rt.malloc")
+        with self._lock:
+            self._owned.append(ptr)
+        return int(ptr)
+
+    def read(self, addr: int, nbytes: int) -> np.ndarray:
+        self._enter()
+        out = np.empty(int(nbytes), dtype=np.uint8)
+        self._check(self._acl.rt.memcpy(out.ctypes.data, out.size, int(addr), out.size, self._D2H), "acl.rt.memcpy")
+        return out
+
+    def write(self, addr: int, data: np.ndarray) -> None:
+        self._enter()
+        arr = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
+        self._check(self._acl.rt.memcpy(int(addr), arr.size, arr.ctypes.data, arr.size, self._H2D), "acl.rt.memcpy")
+
+    def release_all(self) -> None:
+        with self._lock:
+            owned, self._owned = self._owned, []
+        if owned:
+            self._enter()
+        for ptr in owned:
+            self._acl.rt.free(ptr)
+
+
+def acl_missing() -> str | None:
+    """None when pyACL imports, else why not."""
+    try:
+        importlib.import_module("acl")
+    except Exception as exc:  # noqa: BLE001 - any import failure means "not available"
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def device_accessor_kind(policy: str, implementation_says_host: bool) -> str | None:
+    """"acl", "host" or None (no DEVICE memory access) for a policy from NODEHOST_DEVICE_MEMORY."""
+    policy = (policy or "auto").strip().lower()
+    if policy not in ("auto", "acl", "host", "none"):
+        raise ValueError(f"{DEVICE_MEMORY_ENV} must be auto, acl, host or none, got {policy!r}")
+    if policy == "none":
+        return None
+    if policy == "host":
+        return "host"
+    if policy == "acl":
+        return "acl"
+    if implementation_says_host:
+        return "host"
+    return "acl" if acl_missing() is None else None
+
+
+def make_device_accessor(kind: str | None, device_id: int, host: HostMemory) -> MemoryAccessor | None:
+    if kind is None:
+        return None
+    if kind == "host":
+        return host
+    return AclDeviceMemory(importlib.import_module("acl"), device_id)

@@ -1,0 +1,366 @@
+"""The parent's side of node processes: one process per node, a pipe to each, and a pool that reuses them.
+
+:class:`NodeProcess` starts a node process (``multiprocessing`` spawn) running a *target* (the node side:
+``target(conn, parent_pid, authkey, *args)``), and calls into it from any thread: each call is one request
+on the pipe, answered by the node; a reader thread hands the answers back. :class:`NodePool` keeps node
+processes between clusters: ``give_back`` asks each live one to ``reset`` (back to its start-up state) and
+keeps those that answer in time; :class:`LeasedProcess` is a cluster's handle, dead once the cluster is closed.
+
+The codec decides what travels (``dumps`` / ``loads`` for messages, ``decode_error`` for an exception the
+node reported); ``gone`` builds the exception a call into a dead process raises. Nothing here knows which
+implementation the node runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pickle
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from .connection import shutdown_connection
+
+READY_TIMEOUT_S = 120.0
+STOP_GRACE_S = 3.0
+#: a reset that takes longer than this means the process is stuck: it is replaced
+RESET_TIMEOUT_S = 15.0
+DEFAULT_POOL_SIZE = 8
+
+
+class Codec(Protocol):
+    def dumps(self, obj: Any) -> bytes: ...
+
+    def loads(self, data: bytes) -> Any: ...
+
+    def decode_error(self, payload: Any, where: str) -> BaseException: ...
+
+
+class _Pending:
+    __slots__ = ("event", "status", "value")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.status = ""
+        self.value: Any = None
+
+
+class NodeProcess:
+    """One node process and the pipe to it; calls may come from several threads at once."""
+
+    def __init__(self, ctx: Any, target: Callable[..., None], args: Sequence[Any], authkey: bytes, codec: Codec,
+                 label: str, gone: Callable[[str], BaseException]) -> None:
+        """Start ``target(conn, parent_pid, authkey, *args)`` in a local process (``ctx``: a multiprocessing
+        context)."""
+        conn, child_conn = ctx.Pipe(duplex=True)
+        process = ctx.Process(target=target, args=(child_conn, os.getpid(), authkey, *args), daemon=True,
+                              name=f"node-host-{label}")
+        process.start()
+        child_conn.close()
+        self._setup(conn, process, codec, label, gone)
+
+    @classmethod
+    def via_agent(cls, agent: tuple[str, int], key: bytes, target: str, args: Sequence[Any], codec: Codec,
+                  label: str, gone: Callable[[str], BaseException]) -> NodeProcess:
+        """A node process that the node agent at ``agent`` starts and relays (nodehost.agent)."""
+        from .agent import AgentProcess, connect
+
+        conn = connect(agent, key, target, args, label)
+        self = cls.__new__(cls)
+        self._setup(conn, AgentProcess(conn), codec, label, gone)
+        self.agent = agent
+        return self
+
+    def _setup(self, conn: Any, process: Any, codec: Codec, label: str, gone: Callable[[str], BaseException]) -> None:
+        self.codec = codec
+        self.label = label
+        self._gone_exc = gone
+        self.conn = conn
+        self.process = process
+        self.agent: tuple[str, int] | None = None
+        self.pid: int = process.pid if process.pid is not None else -1  # an agent's node: known once ready
+        self.address: Any = None
+        self.dead = threading.Event()
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._reader: threading.Thread | None = None
+        #: bumped each time a cluster takes the process, and when it gives it back: old handles stop working
+        self.lease = 0
+
+    def wait_ready(self, deadline: float) -> None:
+        """Wait for the node's ``("ready", address, pid)`` (or its start-up failure)."""
+        if self._reader is not None:  # ready long ago: a pooled process serving another cluster
+            return
+        while not self.conn.poll(0.05):
+            if not self.process.is_alive():
+                raise RuntimeError(f"{self.label} process exited during start-up (exit code {self.process.exitcode})")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.label} process did not start within {READY_TIMEOUT_S:.0f} s")
+        try:
+            kind, *payload = pickle.loads(self.conn.recv_bytes())
+        except (EOFError, OSError):
+            self.process.join(1.0)
+            raise RuntimeError(f"{self.label} process exited during start-up (exit code {self.process.exitcode}); "
+                               "a script that opens clusters needs an `if __name__ == '__main__':` guard "
+                               "(spawn start method)") from None
+        if kind == "fail":
+            raise self.codec.decode_error(payload[0], f"{self.label} start-up")
+        self.address = payload[0]
+        if self.pid == -1:
+            self.pid = int(payload[1])
+            self.process.pid = self.pid
+        self._reader = threading.Thread(target=self._read_loop, name=f"{self.label}-reader", daemon=True)
+        self._reader.start()
+
+    def _read_loop(self) -> None:
+        try:
+            while True:
+                data = self.conn.recv_bytes()
+                try:
+                    req, status, value, _seen = self.codec.loads(data)
+                except Exception as exc:  # noqa: BLE001 - an undecodable reply fails that request only
+                    req, status, value = getattr(exc, "req", 0), "local_err", exc
+                with self._lock:
+                    p = self._pending.pop(req, None)
+                if p is not None:
+                    p.status, p.value = status, value
+                    p.event.set()
+        except (EOFError, OSError):
+            pass
+        finally:
+            mark_gone = getattr(self.process, "mark_gone", None)  # an agent's node: the connection is its life
+            if mark_gone is not None:
+                mark_gone()
+            self.dead.set()
+            with self._lock:
+                pending, self._pending = self._pending, {}
+            for p in pending.values():
+                p.status = "gone"
+                p.event.set()
+
+    def gone(self) -> BaseException:
+        return self._gone_exc(f"{self.label} process (pid {self.pid}) is not running")
+
+    def call(self, op: str, *args: Any, **kwargs: Any) -> Any:
+        return self.call_within(None, op, *args, **kwargs)
+
+    def call_within(self, timeout: float | None, op: str, *args: Any, **kwargs: Any) -> Any:
+        """``call`` with a bound on the wait (TimeoutError past it; the request is then abandoned)."""
+        p = _Pending()
+        req = next(self._ids)
+        data = self.codec.dumps((req, op, args, kwargs))
+        with self._lock:
+            if self.dead.is_set():
+                raise self.gone()
+            self._pending[req] = p
+        try:
+            with self._send_lock:
+                self.conn.send_bytes(data)
+        except (OSError, ValueError):
+            with self._lock:
+                self._pending.pop(req, None)
+            raise self.gone() from None
+        if not p.event.wait(timeout):
+            with self._lock:
+                self._pending.pop(req, None)
+            raise TimeoutError(f"{self.label} did not answer {op!r} within {timeout} s")
+        if p.status == "ok":
+            return p.value
+        if p.status == "err":
+            raise self.codec.decode_error(p.value, self.label)
+        if p.status == "local_err":
+            raise p.value
+        raise self.gone()
+
+    @property
+    def running(self) -> bool:
+        return self.process.exitcode is None and not self.dead.is_set()
+
+    def kill(self) -> None:
+        """SIGKILL the process (an agent's node: close its connection, the agent kills it); wait until gone."""
+        if self.process.exitcode is None:
+            try:
+                self.process.kill()
+            except (ProcessLookupError, OSError):
+                pass
+            self.process.join(10.0)
+        if self._reader is not None:
+            self.dead.wait(5.0)
+        else:
+            self.dead.set()
+
+    def request_exit(self) -> None:
+        if self.dead.is_set():
+            return
+        try:
+            with self._send_lock:
+                self.conn.send_bytes(self.codec.dumps((0, "exit", (), {})))
+        except (OSError, ValueError):
+            pass
+
+    def finish(self, deadline: float) -> None:
+        """Wait for the process until ``deadline``, then kill it; close the pipe. One that never reported ready
+        holds nothing worth a graceful exit: it is killed at once."""
+        if self._reader is not None:
+            self.process.join(max(0.0, deadline - time.monotonic()))
+        if self.process.exitcode is None:
+            self.kill()
+        self.process.join(5.0)
+        shutdown_connection(self.conn)
+        if self._reader is not None:
+            self._reader.join(2.0)
+        try:
+            self.process.close()
+        except ValueError:
+            pass
+
+
+def end_all(procs: Sequence[NodeProcess]) -> None:
+    """Ask each process to exit, give them STOP_GRACE_S together, then kill what is left."""
+    for p in procs:
+        p.request_exit()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for p in procs:
+        p.finish(deadline)
+
+
+class LeasedProcess:
+    """A cluster's handle on a (maybe pooled) node process: valid only while that cluster holds the process.
+
+    Once the cluster is closed (and the process reset, and maybe leased to another cluster), every call
+    through an old handle raises the process's "gone" exception and ``kill`` does nothing: a node of a
+    closed cluster can neither reach nor harm the cluster that holds its process now.
+    """
+
+    def __init__(self, proc: NodeProcess) -> None:
+        self._proc = proc
+        self._lease = proc.lease
+
+    @property
+    def current(self) -> bool:
+        return self._proc.lease == self._lease
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def address(self) -> Any:
+        return self._proc.address
+
+    @property
+    def dead(self) -> threading.Event:
+        if self.current:
+            return self._proc.dead
+        gone = threading.Event()
+        gone.set()
+        return gone
+
+    def call(self, op: str, *args: Any, **kwargs: Any) -> Any:
+        if not self.current:
+            raise self._proc.gone()
+        return self._proc.call(op, *args, **kwargs)
+
+    def kill(self) -> None:
+        if self.current:
+            self._proc.kill()
+
+
+Starter = Callable[[str], NodeProcess]
+
+
+class NodePool:
+    """Node processes kept between clusters (``lease`` / ``give_back``), plus optional spares started early.
+
+    Starting a node process (interpreter, imports, transfer-engine agent) costs ~0.8 s, and a certification
+    opens hundreds of clusters. ``give_back`` resets every live process of a closed cluster (the node's
+    ``reset`` request) and keeps those whose reset succeeded, up to ``max_idle``; a process that was killed,
+    died, or failed or timed out its reset is ended instead, so state a reset might have missed never reaches
+    another cluster. ``spares`` more are started ahead whenever a cluster takes processes.
+
+    One pool serves one kind of node process (one target, one authkey): ``key`` names it.
+    """
+
+    def __init__(self, max_idle: int = DEFAULT_POOL_SIZE, key: str = "") -> None:
+        self._lock = threading.Lock()
+        self._idle: list[NodeProcess] = []
+        self.max_idle = max_idle
+        self.key = key
+        self.authkey = os.urandom(32)
+        self.started = 0  # processes this pool started (a figure for the self-tests and benchmarks)
+        self.reused = 0  # leases served by a process that had served an earlier cluster
+        self.reset_timeout_s = RESET_TIMEOUT_S
+
+    def idle_pids(self) -> list[int]:
+        with self._lock:
+            return [p.pid for p in self._idle]
+
+    def lease(self, n: int, spares: int, codec: Codec, start: Starter) -> list[NodeProcess]:
+        """``n`` processes for a new cluster: idle ones first, then new ones from ``start(label)``."""
+        with self._lock:
+            live = [p for p in self._idle if p.running]
+            stale = [p for p in self._idle if not p.running]
+            taken, self._idle = live[:n], live[n:]
+            self.reused += len(taken)
+            fresh = n - len(taken)
+            top_up = max(0, spares - len(self._idle))
+            self.started += fresh + top_up
+        taken += [start("node") for _ in range(fresh)]
+        extra = [start("spare node") for _ in range(top_up)]
+        with self._lock:
+            self._idle.extend(extra)
+        end_all(stale)
+        for p in taken:
+            p.codec = codec
+            p.lease += 1
+        return taken
+
+    def discard(self, proc: NodeProcess) -> None:
+        """A leased process that must not serve (e.g. it failed to take the new cluster's configuration)."""
+        proc.lease += 1
+        end_all([proc])
+
+    def give_back(self, procs: Sequence[NodeProcess]) -> None:
+        """Reset the live ones (in parallel) and keep those that come back clean; end the others."""
+        if self.max_idle <= 0:  # nothing would be kept: no reset, just end them
+            for p in procs:
+                p.lease += 1
+            end_all(procs)
+            return
+        ok: set[int] = set()
+        timeout = self.reset_timeout_s
+
+        def reset(p: NodeProcess) -> None:
+            try:
+                p.call_within(timeout, "reset")
+            except Exception:  # noqa: BLE001 - any failure means: do not reuse this process
+                return
+            ok.add(id(p))
+
+        live = [p for p in procs if p.running]
+        threads = [threading.Thread(target=reset, args=(p,), daemon=True) for p in live]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        keep: list[NodeProcess] = []
+        with self._lock:
+            for p in live:
+                if id(p) in ok and p.running and len(self._idle) + len(keep) < self.max_idle:
+                    p.lease += 1  # handles of the closed cluster stop working now, not at the next lease
+                    p.label = "idle node"
+                    keep.append(p)
+            self._idle.extend(keep)
+        for p in procs:
+            if p not in keep:
+                p.lease += 1
+        end_all([p for p in procs if p not in keep])
+
+    def close(self) -> None:
+        with self._lock:
+            procs, self._idle = self._idle, []
+        end_all(procs)

@@ -1,0 +1,30 @@
+"""Vendor mode across processes: the reference's vendor departures (``reference_impl.vendor``) over NIXL.
+
+``VendorMultiprocessCacheManager`` is the multi-process CacheManager with the departures of
+:class:`reference_impl.vendor.VendorCacheManager` that a push across processes can show:
+
+* the Python checks are exactly the vendor's #1..#13, in its order (the remote-accessible refusal first);
+* strides are not compared: each tensor gets the **local** stride, cut only where the memory segment that
+  holds the destination tensor ends (what lies past a segment is not memory the node has);
+* the server answers from the table synced at the link's first push (``stale_remote_table``): a cache
+  deallocated since is still found and its old memory written; no pin protects it.
+"""
+
+from __future__ import annotations
+
+from ..vendor import VendorCacheManager
+from .cache_manager import MultiprocessCacheManager, RemoteCache
+
+
+class VendorMultiprocessCacheManager(MultiprocessCacheManager):
+    push_check_order = VendorCacheManager.push_check_order
+    #: read by the server side (NodeRuntime._open)
+    stale_remote_table = True
+
+    def _check_strides(self, a: object, local: object, remote: object) -> None:  # type: ignore[override]
+        """The vendor never compares strides; the copy count is the local stride."""
+
+    def _descriptor_lengths(self, remote: RemoteCache, dst_offset: int, nbytes: int) -> list[int]:
+        """The local stride into every tensor, up to the end of the segment holding it."""
+        return [max(0, min(nbytes, end - (addr + dst_offset))) for addr, end in zip(remote.addrs, remote.ends,
+                                                                                  strict=True)]

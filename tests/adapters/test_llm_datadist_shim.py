@@ -1,0 +1,88 @@
+"""The ``llm_datadist`` backend (nodehost) certifies the reference exposed under the vendor's module name.
+
+This is the adapter a vendor runs on an Ascend host, run here over the multi-process reference: one process
+per node, only the vendor's public API, memory by address. The quick profile runs every test with fewer
+examples, so the verdict is PARTIAL (exit 5) and no clause may block; a full run (no --hypothesis-profile)
+gives CERTIFIED. Skipped without NIXL (the reference's nodes move bytes with it).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reference_impl.multiprocess import nixl_available
+from tests.adapters.conftest import ROOT, run_certify
+
+NIXL = nixl_available()
+needs_nixl = pytest.mark.skipif(NIXL is not None, reason=f"NIXL is not installed ({NIXL}): pip install --no-deps "
+                                                          "nixl==1.5.1 nixl-cu12==1.5.1")
+
+
+def test_entry_point_names_the_node_host() -> None:
+    from conformance_tests.backend import available_backends
+
+    eps = available_backends()
+    assert eps.get("llm_datadist") == "nodehost.backend:llm_datadist", (
+        f"entry point missing or stale ({eps}); reinstall the kit: pip install --no-deps -e .")
+
+
+def test_shim_is_the_vendor_api_only(shim_path: Path) -> None:
+    """The shim exposes the vendor's names (and the declared emulator hooks), nothing of the reference's own."""
+    from nodehost import vendor_api
+
+    code = ("import llm_datadist, json; print(json.dumps(sorted(n for n in dir(llm_datadist) "
+            "if not n.startswith('_'))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": f"{shim_path}:{ROOT}", "PATH": "/usr/bin:/bin"})
+    names = set(__import__("json").loads(out.stdout))
+    assert set(vendor_api.MODULE) <= names
+    assert names <= set(vendor_api.MODULE) | set(vendor_api.EXTENSIONS) | {"CacheManager", "LlmConfig"}
+
+
+@needs_nixl
+def test_certify_llm_datadist_over_the_shim(shim_path: Path) -> None:
+    proc = run_certify("--backend", "llm_datadist", "--hypothesis-profile", "quick", "--no-reports",
+                       pythonpath=[shim_path], timeout=1200)
+    out = proc.stdout + proc.stderr
+    verdict = re.search(r"^verdict: .*$", out, re.MULTILINE)
+    assert proc.returncode == 5, f"exit {proc.returncode}, {verdict.group(0) if verdict else out[-3000:]}"
+    assert verdict is not None and verdict.group(0).startswith("verdict: PARTIAL")
+    assert "blocking clauses" not in verdict.group(0)
+    assert "backend llm_datadist" in verdict.group(0)
+
+
+def test_without_the_package_the_backend_says_so(tmp_path: Path) -> None:
+    """No llm_datadist importable: a one-line usage error naming the module, not a traceback."""
+    proc = run_certify("--backend", "llm_datadist", "--no-reports", pythonpath=[tmp_path], timeout=120)
+    if proc.returncode != 2 and "llm_datadist" in sys.modules:
+        pytest.skip("an llm_datadist package is installed here")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode in (2, 3), out[-2000:]
+    assert "llm_datadist" in out
+
+
+def _real_package() -> Any:
+    try:
+        import llm_datadist  # noqa: F401
+    except Exception as exc:  # noqa: BLE001
+        return f"the llm_datadist package is not installed ({type(exc).__name__}: {exc})"
+    from nodehost.memory import acl_missing
+
+    why = acl_missing()
+    if why is not None:
+        return f"no NPU runtime (pyACL does not import: {why})"
+    return None
+
+
+@pytest.mark.skipif(_real_package() is not None, reason=str(_real_package()))
+def test_real_llm_datadist_smoke() -> None:  # pragma: no cover - needs an Ascend host
+    """On an Ascend host: the smoke check of a certification (one valid push), on the real package."""
+    proc = run_certify("--backend", "llm_datadist", "--clauses", "push_cache.data.*", "--no-reports",
+                       pythonpath=[], timeout=1800)
+    assert proc.returncode in (0, 5), (proc.stdout + proc.stderr)[-4000:]

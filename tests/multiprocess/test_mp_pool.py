@@ -1,0 +1,163 @@
+"""Pooled node processes: reuse across clusters, honest isolation, replacement of what cannot be reused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from reference_impl.multiprocess.backend import MultiprocessBackend, NodePool
+
+
+@pytest.fixture
+def pool() -> Iterator[NodePool]:
+    own = NodePool(max_idle=4)
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+def _desc(api: Any, placement: str = "DEVICE", num_tensors: int = 4, shape: tuple[int, ...] = (2, 32)) -> Any:
+    return api.CacheDesc(num_tensors, list(shape), api.DataType.DT_UINT8, getattr(api.Placement, placement))
+
+
+def _status(exc_info: Any) -> Any:
+    return exc_info.value.status_code
+
+
+def test_processes_are_reused_and_isolated(pool: NodePool, h: Any) -> None:
+    """Everything the first cluster leaves behind (caches, links, options, registered memory, injected faults,
+    cache handles, node handles) is gone when the same processes serve the next cluster."""
+    backend = MultiprocessBackend(pool=pool)
+    first = backend.open_cluster(h.specs(1, 2, timeout_ms=200))
+    api = first.node(1).api
+    local, remote = first.node(1), first.node(2)
+    first.link(1, 2)
+    src = local.cache_manager.allocate_cache(_desc(api))
+    data = h.fill_random(local, src, seed=11)
+    dst, raw_addrs = h.guarded_cache(remote, _desc(api, "HOST"))
+    pooled = remote.cache_manager.allocate_cache(_desc(api, "HOST"))
+    local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
+    h.relink(first)  # the table sync makes `pooled` visible too
+    local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, pooled.cache_id, 0), src)
+    local.inject({"kind": "delay", "seconds": 5.0})
+    local.inject({"kind": "drop_link", "peer": 2})
+    used = first.node(2).stats()
+    assert used["registered"] >= 3 and used["server_conns"] == 1, used
+    pids = first.pids()
+    first.close()
+    assert sorted(pool.idle_pids()) == sorted(pids)
+
+    # the second cluster: same ids, other options (no host pool, a longer timeout), same processes
+    opts = {"llm.EnableCacheManager": "1", "llm.EnableRemoteCacheAccessible": "1",
+            "llm.MemPoolConfig": json.dumps({"memory_size": 1 << 22, "page_shift": 16}),
+            "llm.SyncKvCacheWaitTime": "2000"}
+    second = backend.open_cluster([{"cluster_id": 1, "role": "PROMPT", "options": opts},
+                                   {"cluster_id": 2, "role": "DECODER", "options": opts}])
+    try:
+        assert sorted(second.pids()) == sorted(pids)
+        assert pool.reused >= 2
+        local2, remote2 = second.node(1), second.node(2)
+        for node in (local2, remote2):
+            st = node.stats()
+            # the scratch buffer and this cluster's device pool are all the agent has registered
+            assert st["registered"] == 2, st
+            assert st["links"] == [] and st["remote_agents"] == {} and st["server_conns"] == 0, st
+            assert st["pins"] is False and st["resets"] >= 1, st
+        src2 = local2.cache_manager.allocate_cache(_desc(api))
+        # links do not survive: not linked in this cluster
+        with pytest.raises(api.LLMException) as info:
+            local2.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src2)
+        assert _status(info) == api.LLMStatusCode.LLM_NOT_YET_LINK
+        second.link(1, 2)
+        # the link loaded the server's current metadata (registrations of this cluster, not the last one's)
+        known = local2.stats()["remote_agents"][remote2.stats()["agent"]]
+        assert known == remote2.stats()["generation"]
+        # caches do not survive: the first cluster's destinations are unknown
+        for old in (dst, pooled):
+            with pytest.raises(api.LLMException) as info:
+                local2.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, old.cache_id, 0), src2)
+            assert _status(info) == api.LLMStatusCode.LLM_KV_CACHE_NOT_EXIST
+        # options do not survive: this cluster configured no host pool
+        with pytest.raises(api.LLMException):
+            remote2.cache_manager.allocate_cache(_desc(api, "HOST"))
+        # raw memory does not survive: the old addresses are not this node's memory
+        with pytest.raises(Exception, match="not inside"):
+            remote2.read_memory(raw_addrs[0], 8)
+        # faults do not survive: no delay, no dropped link, the push completes well within the timeout
+        dst2 = remote2.cache_manager.allocate_cache(_desc(api))
+        h.relink(second)
+        data2 = h.fill_random(local2, src2, seed=12)
+        t0 = time.monotonic()
+        local2.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst2.cache_id, 1), src2, 1)
+        assert time.monotonic() - t0 < 1.0
+        stride = dst2.cache_desc.size // 2
+        got = h.snapshot(remote2, dst2)
+        assert all(np.array_equal(g[stride:], d[stride:]) for g, d in zip(got, data2, strict=True))
+        # handles of the first cluster reach nothing now: its nodes, and its caches
+        with pytest.raises(api.LLMException):
+            local.cache_manager.allocate_cache(_desc(api))
+        with pytest.raises(api.LLMException):
+            remote.read_tensor(dst, 0)
+        local.inject({"kind": "kill_node"})  # an old handle cannot kill the process the new cluster holds
+        assert local2.alive and not h.process_gone(local2.pid)
+        with pytest.raises(api.LLMException) as info:  # an old cache passed in is not a cache of this node
+            local2.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst2.cache_id, 0), src)
+        assert _status(info) == api.LLMStatusCode.LLM_KV_CACHE_NOT_EXIST
+        assert all(np.array_equal(g[stride:], d[stride:]) for g, d in zip(h.snapshot(remote2, dst2), data2,
+                                                                          strict=True))
+        assert data  # the first cluster's bytes were never readable here: nothing to compare them with
+    finally:
+        second.close()
+
+
+def test_killed_process_is_never_reused(pool: NodePool, h: Any) -> None:
+    backend = MultiprocessBackend(pool=pool)
+    first = backend.open_cluster(h.specs(1, 2))
+    killed = first.node(2).pid
+    kept = first.node(1).pid
+    first.node(2).inject({"kind": "kill_node"})
+    first.close()
+    assert h.process_gone(killed)
+    assert pool.idle_pids() == [kept]
+    second = backend.open_cluster(h.specs(1, 2))
+    try:
+        assert killed not in second.pids() and kept in second.pids()
+        second.link(1, 2)
+    finally:
+        second.close()
+
+
+def test_failed_reset_replaces_the_process(pool: NodePool, h: Any) -> None:
+    """A node that does not answer its reset in time (stopped here) is ended, not kept; the other is kept."""
+    backend = MultiprocessBackend(pool=pool)
+    first = backend.open_cluster(h.specs(1, 2))
+    stuck, fine = first.node(1).pid, first.node(2).pid
+    pool.reset_timeout_s = 1.0
+    os.kill(stuck, signal.SIGSTOP)
+    first.close()
+    assert pool.idle_pids() == [fine]
+    assert h.process_gone(stuck)
+
+
+def test_pool_off_ends_processes_with_their_cluster(h: Any) -> None:
+    backend = MultiprocessBackend(pool=False)
+    cluster = backend.open_cluster(h.specs(1, 2))
+    pids = cluster.pids()
+    cluster.close()
+    assert all(h.process_gone(p) for p in pids)
+
+
+def test_pool_env_zero_turns_pooling_off(monkeypatch: Any) -> None:
+    monkeypatch.setenv("REFERENCE_NIXL_POOL", "0")
+    assert MultiprocessBackend().pool is None
+    monkeypatch.setenv("REFERENCE_NIXL_POOL", "3")
+    pool = MultiprocessBackend().pool
+    assert pool is not None and pool.max_idle == 3

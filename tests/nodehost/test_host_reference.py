@@ -1,0 +1,162 @@
+"""The node host running the multi-process reference through the vendor API only: data, errors, faults, pool."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.node_helpers import fill_random, relink, snapshot
+
+pytestmark = pytest.mark.nixl
+
+GUARD, SENTINEL, PAD = 0xCC, 0xA5, 64
+
+
+def _desc(api: Any, placement: str = "DEVICE", num_tensors: int = 4, shape: tuple[int, ...] = (2, 32)) -> Any:
+    return api.CacheDesc(num_tensors, list(shape), api.DataType.DT_UINT8, getattr(api.Placement, placement))
+
+
+def _guarded(node: Any, desc: Any) -> tuple[Any, list[int]]:
+    """A cache registered in memory the host allocated, with guard bytes around every tensor."""
+    n = desc.size
+    bases = [node.alloc_memory(desc.placement.name, n + 2 * PAD) for _ in range(desc.num_tensors)]
+    for b in bases:
+        node.write_memory(b, np.full(n + 2 * PAD, GUARD, dtype=np.uint8))
+    for b in bases:
+        node.write_memory(b + PAD, np.full(n, SENTINEL, dtype=np.uint8))
+    cache = node.cache_manager.register_cache(desc, [b + PAD for b in bases], remote_accessible=True)
+    return cache, bases
+
+
+def _guards_intact(node: Any, bases: list[int], n: int) -> bool:
+    return all((node.read_memory(b, PAD) == GUARD).all() and (node.read_memory(b + PAD + n, PAD) == GUARD).all()
+               for b in bases)
+
+
+def test_push_lands_exactly_through_the_vendor_api(open_cluster: Any) -> None:
+    cluster = open_cluster(1, 2)
+    local, remote = cluster.node(1), cluster.node(2)
+    api = local.api
+    src = local.cache_manager.allocate_cache(_desc(api, "HOST"))
+    data = fill_random(local, src, seed=3)
+    dst, bases = _guarded(remote, _desc(api))
+    relink(cluster)
+    local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 1), src, 0)
+    stride = dst.cache_desc.size // 2
+    for t, got in enumerate(snapshot(remote, dst)):
+        assert (got[:stride] == SENTINEL).all(), f"tensor {t}: batch 0 changed"
+        assert np.array_equal(got[stride:], data[t][:stride]), f"tensor {t}: batch 1 is not the source's batch 0"
+    assert _guards_intact(remote, bases, dst.cache_desc.size)
+    # the host reads what the implementation allocated, by the addresses in Cache.tensor_addrs
+    assert np.array_equal(local.read_memory(src.tensor_addrs[0], 8), data[0][:8])
+
+
+def test_errors_keep_their_status_code(open_cluster: Any) -> None:
+    cluster = open_cluster(1, 2, 3)
+    local = cluster.node(1)
+    api = local.api
+    src = local.cache_manager.allocate_cache(_desc(api))
+    with pytest.raises(api.LLMException) as info:
+        local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, 1234, 0), src)
+    assert info.value.status_code == api.LLMStatusCode.LLM_KV_CACHE_NOT_EXIST
+    with pytest.raises(api.LLMException) as info:
+        local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(3, 1, 0), src)
+    assert info.value.status_code == api.LLMStatusCode.LLM_NOT_YET_LINK
+    with pytest.raises(TypeError, match="dst_cache_key"):
+        local.cache_manager.push_cache(None, src)
+    with pytest.raises(api.LLMException) as info:
+        local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, 1, 0), src, size=16)
+    assert info.value.status_code == api.LLMStatusCode.LLM_PARAM_INVALID
+
+
+def test_proxy_offers_only_vendor_methods_with_their_signatures(open_cluster: Any) -> None:
+    from reference_impl.cache_manager import CacheManager
+
+    cluster = open_cluster(1, 2)
+    cm = cluster.node(1).cache_manager
+    want = inspect.signature(CacheManager.push_cache)
+    want = want.replace(parameters=list(want.parameters.values())[1:])
+    assert inspect.signature(cm.push_cache) == want
+    with pytest.raises(AttributeError):
+        cm.entry_of  # noqa: B018 - the reference's own helper is not vendor API: not forwarded
+
+
+def test_faults_through_the_hook_and_kill_node(open_cluster: Any) -> None:
+    cluster = open_cluster(1, 2, 3, link=((1, 2), (1, 3)), timeout_ms=300)
+    local, remote = cluster.node(1), cluster.node(2)
+    api = local.api
+    src = local.cache_manager.allocate_cache(_desc(api))
+    dst = remote.cache_manager.allocate_cache(_desc(api))
+    relink(cluster)
+    local.inject({"kind": "delay", "seconds": 1.0})
+    t0 = time.monotonic()
+    with pytest.raises(api.LLMException) as info:
+        local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
+    assert info.value.status_code == api.LLMStatusCode.LLM_TIMEOUT
+    assert time.monotonic() - t0 < 1.0
+    local.inject({"kind": "clear"})
+    remote.inject({"kind": "kill_node"})
+    t0 = time.monotonic()
+    with pytest.raises(api.LLMException):
+        local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
+    assert time.monotonic() - t0 < 2.0
+    with pytest.raises(api.LLMException) as info:  # the dead node's proxy
+        remote.read_tensor(dst, 0)
+    assert info.value.status_code == api.LLMStatusCode.LLM_FAILED
+    third = cluster.node(3)  # the run goes on
+    dst3 = third.cache_manager.allocate_cache(_desc(api))
+    relink(cluster, 1, 3)
+    local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(3, dst3.cache_id, 0), src)
+
+
+def test_pooled_processes_start_clean(host_backend: Any) -> None:
+    """A second cluster on the same processes sees nothing of the first: caches, links, options, faults,
+    the host's raw memory, cache handles and node handles."""
+    from tests.nodehost.helpers import specs
+
+    first = host_backend.open_cluster(specs(1, 2))
+    local, remote = first.node(1), first.node(2)
+    api = local.api
+    first.link(1, 2)
+    src = local.cache_manager.allocate_cache(_desc(api))
+    dst, _bases = _guarded(remote, _desc(api, "HOST"))
+    relink(first)
+    local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
+    local.inject({"kind": "delay", "seconds": 5.0})
+    pids = first.pids()
+    assert remote.stats()["host_allocations"] == 4
+    first.close()
+
+    second = host_backend.open_cluster(specs(1, 2, timeout_ms=2000, host_pool=False))
+    try:
+        assert sorted(second.pids()) == sorted(pids)
+        local2, remote2 = second.node(1), second.node(2)
+        assert remote2.stats()["host_allocations"] == 0 and remote2.stats()["resets"] >= 1
+        src2 = local2.cache_manager.allocate_cache(_desc(api))
+        with pytest.raises(api.LLMException) as info:  # not linked in this cluster
+            local2.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src2)
+        assert info.value.status_code == api.LLMStatusCode.LLM_NOT_YET_LINK
+        second.link(1, 2)
+        with pytest.raises(api.LLMException) as info:  # the first cluster's cache is unknown
+            local2.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src2)
+        assert info.value.status_code == api.LLMStatusCode.LLM_KV_CACHE_NOT_EXIST
+        with pytest.raises(api.LLMException):  # no host pool in this cluster's options
+            remote2.cache_manager.allocate_cache(_desc(api, "HOST"))
+        dst2 = remote2.cache_manager.allocate_cache(_desc(api))
+        relink(second)
+        t0 = time.monotonic()  # no delay fault left
+        local2.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst2.cache_id, 0), src2)
+        assert time.monotonic() - t0 < 1.0
+        with pytest.raises(api.LLMException):  # old node handles reach nothing
+            local.cache_manager.allocate_cache(_desc(api))
+        local.inject({"kind": "kill_node"})
+        assert local2.alive
+        with pytest.raises(api.LLMException) as info:  # an old cache is not a cache of this node
+            local2.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst2.cache_id, 0), src)
+        assert info.value.status_code == api.LLMStatusCode.LLM_KV_CACHE_NOT_EXIST
+    finally:
+        second.close()
