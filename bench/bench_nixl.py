@@ -3,9 +3,17 @@ WRITE of the same bytes between the same two node processes, and np.copyto of th
 
     python bench/bench_nixl.py            # 64 layers x 2 tensors x 2 MiB = 256 MiB; 512 tiny layers
     python bench/bench_nixl.py --quick    # 16 layers x 2 tensors x 1 MiB = 32 MiB; 128 tiny layers
+    python bench/bench_nixl.py --agents   # also: the same pushes between nodes on two node agents
+    python bench/bench_nixl.py --certify  # certification times: in process vs one process per node
 
 Prints throughputs (GB/s = 1e9 bytes/s), the ratios push/raw and push/copyto, and the per-layer overhead of
 push_cache across processes in microseconds per layer (many tiny layers, against a raw per-layer NIXL loop).
+``--certify`` runs two certifications one after the other, both with the quick profile, and prints their wall
+times and the ratio: the in-process reference and the multi-process reference (what ``tox -e nixl`` runs); the
+target is a ratio of at most 5.
+``--agents`` starts two node agents (``python -m nodehost serve`` on 127.0.0.2 and 127.0.0.3, a fresh shared
+key in their environment), runs the multi-process reference behind the vendor API on them (the node host,
+backend reference-nodehost) and prints its pushes beside the raw NIXL WRITEs measured in the same run.
 Needs NIXL (pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1).
 """
 
@@ -13,9 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import signal
 import statistics
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -103,11 +116,114 @@ def bench_tiny(cluster: Any, src: Any, dst: Any, layers: int, repeats: int) -> d
             "raw_notif": _median(raw_notif), "raw_plain": _median(raw_plain)}
 
 
+def push_times(cluster: Any, src: Any, dst: Any, repeats: int, **kwargs: Any) -> list[float]:
+    """Seconds of ``repeats`` pushes of ``src`` into ``dst`` (after one warm-up push)."""
+    local = cluster.node(1)
+    key = local.api.CacheKeyByIdAndIndex(2, dst.cache_id, 0)
+    local.cache_manager.push_cache(key, src, **kwargs)
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        local.cache_manager.push_cache(key, src, **kwargs)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _start_agent(ip: str, key: str) -> tuple[subprocess.Popen[str], tuple[str, int]]:
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, NODEHOST_KEY=key, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "nodehost", "serve", "--listen", f"{ip}:0"], cwd=root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    found = re.search(r"listening on ([0-9.]+):(\d+)", line)
+    if not found:
+        proc.kill()
+        raise RuntimeError(f"node agent on {ip} did not start: {line!r}")
+    return proc, (found.group(1), int(found.group(2)))
+
+
+def bench_agents(layers: int, tensor_bytes: int, tiny_layers: int, repeats: int, pool_bytes: int) -> dict[str, Any]:
+    """Bulk and tiny pushes between nodes on two node agents (127.0.0.2, 127.0.0.3)."""
+    from nodehost.backend import NodeHostBackend
+
+    key = os.urandom(16).hex()
+    agents = [_start_agent(ip, key) for ip in ("127.0.0.2", "127.0.0.3")]
+    try:
+        backend = NodeHostBackend("reference_impl.multiprocess.datadist", agents=[a for _, a in agents],
+                                  key=key.encode(), pool=False)
+        t_open = time.perf_counter()
+        cluster = backend.open_cluster([{"cluster_id": 1, "role": "PROMPT", "options": _options(pool_bytes)},
+                                        {"cluster_id": 2, "role": "DECODER", "options": _options(pool_bytes)}])
+        try:
+            cluster.link(1, 2)
+            opened = time.perf_counter() - t_open
+            bulk_src, bulk_dst = _allocate(cluster, layers, tensor_bytes)
+            tiny_src, tiny_dst = _allocate(cluster, tiny_layers, 64)
+            chunk = np.random.default_rng(0).integers(0, 256, tensor_bytes, dtype=np.uint8)
+            for t in range(2 * layers):
+                cluster.node(1).write_tensor(bulk_src, t, np.roll(chunk, t))
+            bulk = push_times(cluster, bulk_src, bulk_dst, repeats)
+            for t in (0, 2 * layers - 1):
+                assert np.array_equal(cluster.node(2).read_tensor(bulk_dst, t), np.roll(chunk, t)), t
+            tiny = push_times(cluster, tiny_src, tiny_dst, repeats)
+            tiny1 = push_times(cluster, tiny_src, tiny_dst, repeats, src_layer_range=range(0, 1),
+                               dst_layer_range=range(0, 1))
+        finally:
+            cluster.close()
+    finally:
+        for proc, _ in agents:  # the agents this bench started, by pid
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return {"opened": opened, "push": _median(bulk), "tiny": _median(tiny), "tiny_one_layer": _median(tiny1)}
+
+
+#: (label, certify arguments, the exit code that run must end with: 0 CERTIFIED, 5 PARTIAL without a blocking
+#: failure, as the quick profile gives at best)
+#: Both with the quick profile, so the ratio compares the same tests and examples (the certification profile
+#: through node processes takes about 5 minutes here, too long for CI; the README gives that figure).
+CERTIFY_RUNS = (
+    ("in process (reference, quick profile)", ["--backend", "reference", "--hypothesis-profile", "quick"], 5),
+    ("one process per node (reference-nixl, quick profile)",
+     ["--backend", "reference_impl.multiprocess.backend:backend", "--hypothesis-profile", "quick"], 5),
+)
+
+
+def bench_certify() -> int:
+    """Wall time of each certification in CERTIFY_RUNS, its verdict line and exit code, and the ratio.
+
+    Returns 1 when a run does not end with its expected exit code (a verdict check, not a timing check)."""
+    root = Path(__file__).resolve().parents[1]
+    times = []
+    unexpected = []
+    for label, args, want in CERTIFY_RUNS:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--no-reports", "-q",
+                               "-p", "no:warnings", *args], cwd=root, capture_output=True, text=True)
+        times.append(time.perf_counter() - t0)
+        verdict = re.search(r"^verdict: .*$", proc.stdout, re.MULTILINE)
+        print(f"{label}: {times[-1]:.1f} s, exit code {proc.returncode} (expected {want}), "
+              f"{verdict.group(0) if verdict else 'no verdict line'}", flush=True)
+        if proc.returncode != want:
+            unexpected.append(label)
+    print(f"ratio one process per node / in process: {times[1] / times[0]:.2f}x (target: at most 5x)")
+    if unexpected:
+        print(f"bench_nixl: unexpected exit code: {', '.join(unexpected)}", file=sys.stderr)
+    return 1 if unexpected else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="small run for CI: 32 MiB, 128 tiny layers, 3 repeats; figures only, no timing check")
     parser.add_argument("--repeats", type=int, default=None, help="repeats per measurement (default 5, quick 3)")
+    parser.add_argument("--agents", action="store_true",
+                        help="also push between nodes on two node agents (127.0.0.2, 127.0.0.3) and compare")
+    parser.add_argument("--certify", action="store_true",
+                        help="only time the two certifications (in process, one process per node) and their ratio")
     args = parser.parse_args(argv)
     if args.repeats is not None and args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -117,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     if why is not None:
         print(f"bench_nixl: NIXL is not available ({why})", file=sys.stderr)
         return 2
+    if args.certify:
+        return bench_certify()
     from reference_impl.multiprocess.backend import backend
 
     layers, tensor_mib, tiny_layers = (16, 1, 128) if args.quick else (64, 2, 512)
@@ -164,6 +282,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  raw NIXL per-layer WRITE, no notif      {tiny['raw_plain'] * 1e3:9.2f} ms  "
           f"{tiny['raw_plain'] / n * 1e6:7.1f} us/layer")
     print(f"  push overhead over raw WRITE + notif    {per * 1e6 - tiny['raw_notif'] / n * 1e6:7.1f} us/layer")
+    if args.agents:
+        ag = bench_agents(layers, tensor_bytes, tiny_layers, repeats, pool_bytes)
+        per_ag = (ag["tiny"] - ag["tiny_one_layer"]) / (n - 1)
+        print(f"node agents (127.0.0.2 -> 127.0.0.3, reference behind the vendor API): cluster open + link "
+              f"{ag['opened']:.2f} s")
+        print(f"  push_cache bulk, across agents          {ag['push'] * 1e3:9.2f} ms  "
+              f"{_gbps(bulk['bytes'], ag['push']):6.2f} GB/s")
+        print(f"  ratio push across agents / raw NIXL (one WRITE)   {ag['push'] / bulk['raw']:6.2f}x time")
+        print(f"  ratio push across agents / raw NIXL (per layer)   {ag['push'] / bulk['raw_per_layer']:6.2f}x time")
+        print(f"  ratio push across agents / push between local nodes {ag['push'] / bulk['push']:6.2f}x time")
+        print(f"  tiny: push_cache across agents          {ag['tiny'] * 1e3:9.2f} ms  {per_ag * 1e6:7.1f} us/layer "
+              f"(local nodes: {per * 1e6:.1f} us/layer; raw WRITE + notif {tiny['raw_notif'] / n * 1e6:.1f})")
     return 0
 
 
