@@ -36,12 +36,18 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
-
 from .agent import load_key, parse_address
 from .driver import node_main
 from .memory import DEVICE_MEMORY_ENV, device_accessor_kind
-from .process import DEFAULT_POOL_SIZE, READY_TIMEOUT_S, LeasedProcess, NodePool, NodeProcess, end_all
+from .process import (
+    DEFAULT_POOL_SIZE,
+    READY_TIMEOUT_S,
+    LeasedProcess,
+    NodePool,
+    NodeProcess,
+    ProcessNode,
+    end_all,
+)
 from .vendor_api import CACHE_MANAGER
 from .wire import ParentCodec
 
@@ -110,7 +116,7 @@ def proxy_class(signatures: Mapping[str, inspect.Signature | None]) -> type:
         return cls
 
 
-class HostNode:
+class HostNode(ProcessNode):
     """A node as the kit sees it: a proxy of its process."""
 
     def __init__(self, cluster_id: int, proc: NodeProcess, api: Any, init: Mapping[str, Any]) -> None:
@@ -122,44 +128,10 @@ class HostNode:
         self._cm = proxy_class(init.get("signatures", {}))(self)
 
     @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    @property
-    def alive(self) -> bool:
-        return not self.proc.dead.is_set()
-
-    @property
     def cache_manager(self) -> CacheManagerProxy:
         if not self.cache_manager_enabled:
             self.proc.call("cm_check")  # raises what the implementation raises
         return self._cm
-
-    def write_tensor(self, cache: Any, index: int, data: np.ndarray) -> None:
-        self.proc.call("node", "write_tensor", (cache, index, np.asarray(data)))
-
-    def read_tensor(self, cache: Any, index: int) -> np.ndarray:
-        return self.proc.call("node", "read_tensor", (cache, index))
-
-    def alloc_memory(self, placement: str, nbytes: int) -> int:
-        return self.proc.call("node", "alloc_memory", (placement, nbytes))
-
-    def read_memory(self, addr: int, nbytes: int) -> np.ndarray:
-        return self.proc.call("node", "read_memory", (addr, nbytes))
-
-    def write_memory(self, addr: int, data: np.ndarray) -> None:
-        self.proc.call("node", "write_memory", (addr, np.asarray(data)))
-
-    def inject(self, fault: Mapping[str, Any]) -> None:
-        if not isinstance(fault, Mapping):
-            raise TypeError(f"fault must be a mapping, got {type(fault).__name__}")
-        if fault.get("kind") == "kill_node":
-            self.proc.kill()
-            return
-        self.proc.call("node", "inject", (dict(fault),))
-
-    def stats(self) -> dict[str, Any]:
-        return self.proc.call("stats")
 
     def __repr__(self) -> str:
         return f"HostNode(cluster_id={self.cluster_id}, pid={self.pid})"

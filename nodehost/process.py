@@ -18,8 +18,10 @@ import os
 import pickle
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
+
+import numpy as np
 
 from .connection import shutdown_connection
 
@@ -364,3 +366,44 @@ class NodePool:
         with self._lock:
             procs, self._idle = self._idle, []
         end_all(procs)
+
+
+class ProcessNode:
+    """The protocol's node methods, each forwarded to the node's process (``self.proc``); the backends add
+    their own ``cache_manager`` and ``__repr__``."""
+
+    proc: Any
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return not self.proc.dead.is_set()
+
+    def write_tensor(self, cache: Any, index: int, data: np.ndarray) -> None:
+        self.proc.call("node", "write_tensor", (cache, index, np.asarray(data)))
+
+    def read_tensor(self, cache: Any, index: int) -> np.ndarray:
+        return self.proc.call("node", "read_tensor", (cache, index))
+
+    def alloc_memory(self, placement: str, nbytes: int) -> int:
+        return self.proc.call("node", "alloc_memory", (placement, nbytes))
+
+    def read_memory(self, addr: int, nbytes: int) -> np.ndarray:
+        return self.proc.call("node", "read_memory", (addr, nbytes))
+
+    def write_memory(self, addr: int, data: np.ndarray) -> None:
+        self.proc.call("node", "write_memory", (addr, np.asarray(data)))
+
+    def inject(self, fault: Mapping[str, Any]) -> None:
+        if not isinstance(fault, Mapping):
+            raise TypeError(f"fault must be a mapping, got {type(fault).__name__}")
+        if fault.get("kind") == "kill_node":
+            self.proc.kill()
+            return
+        self.proc.call("node", "inject", (dict(fault),))
+
+    def stats(self) -> dict[str, Any]:
+        return self.proc.call("stats")

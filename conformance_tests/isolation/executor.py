@@ -74,7 +74,6 @@ class Executor:
         self._conn: Any = None
         self._poller: Any = None
         self._log: Any = None
-        self.starts = 0
         self.start()
         atexit.register(self.close)
 
@@ -95,7 +94,6 @@ class Executor:
         self._poller = select.poll()
         self._poller.register(parent.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
         self.generation += 1
-        self.starts += 1
         self.lost = None
         self._replies.clear()
         self._released.clear()
@@ -227,13 +225,13 @@ class Executor:
                     self._cond.wait(max(0.0, deadline - time.monotonic()))
                     if time.monotonic() < deadline or rid in self._replies:
                         continue
-                    raise self._timeout(step, deadline)
+                    raise self._timeout(step)
                 self._reading = True
             got: Any = None
             try:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._poller.poll(max(1, int(left * 1000))):
-                    raise self._timeout(step, deadline)
+                    raise self._timeout(step)
                 got = wire.loads(self._conn.recv_bytes(), None)
             except (EOFError, OSError):
                 raise self._lose(step, f"the backend's process {self._death()} during {step}") from None
@@ -250,7 +248,7 @@ class Executor:
                         self._replies[got[0]] = got
                     self._cond.notify_all()
 
-    def _timeout(self, step: str, deadline: float) -> BackendLost:
+    def _timeout(self, step: str) -> BackendLost:
         self._kill()
         return self._lose(step, f"{step} did not return in time; the kit killed the backend's process (SIGKILL)",
                           hung=True)

@@ -124,7 +124,19 @@ def call_each(fn: Any, arg_lists: Sequence[Sequence[Any]]) -> list[Any]:
     return [fn(*args) for args in arg_lists]
 
 
-class ProtocolCluster:
+class _Wrapped:
+    """A protocol object around its handle: sent back as the handle, shown as the handle."""
+
+    _remote: Remote
+
+    def __reduce__(self) -> Any:
+        return self._remote.__reduce__()
+
+    def __repr__(self) -> str:
+        return repr(self._remote)
+
+
+class ProtocolCluster(_Wrapped):
     """The protocol's cluster (``conformance_tests/backend.py``): ``node(cluster_id)`` names one node, so its
     handle is looked up once."""
 
@@ -141,14 +153,8 @@ class ProtocolCluster:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._remote, name)
 
-    def __reduce__(self) -> Any:
-        return self._remote.__reduce__()
 
-    def __repr__(self) -> str:
-        return repr(self._remote)
-
-
-class ProtocolNode:
+class ProtocolNode(_Wrapped):
     """The protocol's node: ``cluster_id``, ``api`` and ``cache_manager`` are attributes of the node (read once);
     everything else is asked of the backend's process each time."""
 
@@ -165,17 +171,9 @@ class ProtocolNode:
             return self._fixed[name]
         return getattr(self._remote, name)
 
-    def __reduce__(self) -> Any:
-        return self._remote.__reduce__()
-
-    def __repr__(self) -> str:
-        return repr(self._remote)
-
 
 class IsolatedBackend:
     """A backend run in its own process (``--isolation process``): same protocol, crash- and hang-proof."""
-
-    isolated = True
 
     def __init__(self, target: str) -> None:
         self.executor = Executor(target)

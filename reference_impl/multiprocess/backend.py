@@ -29,9 +29,15 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
-from nodehost.process import DEFAULT_POOL_SIZE, READY_TIMEOUT_S, LeasedProcess, NodePool, NodeProcess, end_all
+from nodehost.process import (
+    DEFAULT_POOL_SIZE,
+    READY_TIMEOUT_S,
+    LeasedProcess,
+    NodePool,
+    NodeProcess,
+    ProcessNode,
+    end_all,
+)
 
 from .. import __version__
 from ..backend import API, CAPABILITIES
@@ -98,7 +104,7 @@ for _name, _template in inspect.getmembers(MultiprocessCacheManager, callable):
         setattr(CacheManagerProxy, _name, _forwarder(_name, _template))
 
 
-class MultiprocessNode:
+class MultiprocessNode(ProcessNode):
     """A node of a MultiprocessCluster as the kit sees it (proxy of the node process)."""
 
     def __init__(self, cluster_id: int, proc: NodeProcess) -> None:
@@ -109,44 +115,10 @@ class MultiprocessNode:
         self._cm = CacheManagerProxy(self)
 
     @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    @property
-    def alive(self) -> bool:
-        return not self.proc.dead.is_set()
-
-    @property
     def cache_manager(self) -> CacheManagerProxy:
         if not self.cache_manager_enabled:
             raise cache_manager_disabled()
         return self._cm
-
-    def write_tensor(self, cache: Any, index: int, data: np.ndarray) -> None:
-        self.proc.call("node", "write_tensor", (cache, index, np.asarray(data)))
-
-    def read_tensor(self, cache: Any, index: int) -> np.ndarray:
-        return self.proc.call("node", "read_tensor", (cache, index))
-
-    def alloc_memory(self, placement: str, nbytes: int) -> int:
-        return self.proc.call("node", "alloc_memory", (placement, nbytes))
-
-    def read_memory(self, addr: int, nbytes: int) -> np.ndarray:
-        return self.proc.call("node", "read_memory", (addr, nbytes))
-
-    def write_memory(self, addr: int, data: np.ndarray) -> None:
-        self.proc.call("node", "write_memory", (addr, np.asarray(data)))
-
-    def inject(self, fault: Mapping[str, Any]) -> None:
-        if not isinstance(fault, Mapping):
-            raise TypeError(f"fault must be a mapping, got {type(fault).__name__}")
-        if fault.get("kind") == "kill_node":
-            self.proc.kill()
-            return
-        self.proc.call("node", "inject", (dict(fault),))
-
-    def stats(self) -> dict[str, Any]:
-        return self.proc.call("stats")
 
     def __repr__(self) -> str:
         return f"MultiprocessNode(cluster_id={self.cluster_id}, pid={self.pid})"
