@@ -29,6 +29,11 @@ NODE_ATTRS = ("cluster_id", "api", "cache_manager")
 NODE_METHODS = ("write_tensor", "read_tensor")
 RAW_MEMORY_METHODS = ("alloc_memory", "read_memory", "write_memory")
 FAULT_METHODS = ("inject",)
+#: optional node member: ``call_each(method, arg_lists)`` calls one of the node's observation methods
+#: (:data:`BATCHABLE`) once per argument list, in order, stopping at the first exception, and returns the
+#: results; a backend whose nodes live in other processes answers the per-tensor steps in one round trip
+BATCH_METHOD = "call_each"
+BATCHABLE = NODE_METHODS + RAW_MEMORY_METHODS
 #: names the tests build arguments from, through ``node.api``
 API_NAMES = (
     "CacheDesc",
@@ -85,6 +90,18 @@ class Backend(Protocol):
     def capabilities(self) -> Mapping[str, Any]: ...
 
     def open_cluster(self, node_specs: Sequence[Mapping[str, Any]]) -> Cluster: ...
+
+
+def call_each(node: Any, method: str, arg_lists: Sequence[Sequence[Any]]) -> list[Any]:
+    """``[getattr(node, method)(*args) for args in arg_lists]``: through the node's :data:`BATCH_METHOD` when it
+    has one (the same calls in the same order, one round trip), else one call at a time."""
+    if method not in BATCHABLE:
+        raise ValueError(f"call_each: {method!r} is not one of the node methods {BATCHABLE}")
+    batch = getattr(node, BATCH_METHOD, None)
+    if callable(batch):
+        return list(batch(method, [tuple(a) for a in arg_lists]))
+    fn = getattr(node, method)
+    return [fn(*args) for args in arg_lists]
 
 
 class BackendError(Exception):

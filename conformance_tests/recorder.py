@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .isolation.remote import call_each
+from .backend import call_each
 from .values import Value
 
 
@@ -61,10 +61,11 @@ class Recorder:
         sample = args(0) if count else ()
         template = ", ".join(a.code for a in sample)
         self.lines.append(f"for {var} in {items}: {target.code}.{path}({template})")
-        fn: Any = target.obj
-        for part in path.split("."):
-            fn = getattr(fn, part)
-        call_each(fn, [[a.obj for a in args(i)] for i in range(count)])
+        owner: Any = target.obj
+        *parents, method = path.split(".")
+        for part in parents:
+            owner = getattr(owner, part)
+        call_each(owner, method, [[a.obj for a in args(i)] for i in range(count)])
 
     @staticmethod
     def _args_code(args: Sequence[Value], kwargs: dict[str, Value]) -> str:

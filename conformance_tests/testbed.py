@@ -18,10 +18,9 @@ from typing import Any
 import numpy as np
 
 from . import deadlines, session
-from .backend import capability_supported
+from .backend import call_each, capability_supported
 from .errors import HarnessError
 from .isolation.executor import BackendLost
-from .isolation.remote import call_each
 from .oracle import CacheLayout, element_size
 from .recorder import Recorder, lit
 from .values import ABSENT, DecodeContext, Deferred, SpecValueError, Value, decode, materialise
@@ -482,7 +481,7 @@ class Testbed:
     def read(self, info: CacheInfo) -> list[np.ndarray]:
         node = self.node(info.node_name)
         try:
-            got = call_each(node.read_tensor, [(info.cache, i) for i in range(info.num_tensors)])
+            got = call_each(node, "read_tensor", [(info.cache, i) for i in range(info.num_tensors)])
             return [np.asarray(t, dtype=np.uint8).ravel() for t in got]
         except Exception as exc:
             raise HarnessError(f"read_tensor ({info.name})", describe_exception(exc)) from exc

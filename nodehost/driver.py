@@ -80,6 +80,9 @@ class VendorNode:
         if op == "node":
             name, nargs = args
             return self._node_call(name, nargs)
+        if op == "node_each":  # one request for a per-tensor step; stops at the first exception
+            name, arg_lists = args
+            return [self._node_call(name, nargs) for nargs in arg_lists]
         if op == "init":
             return self.init(*args)
         if op == "link":

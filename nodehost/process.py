@@ -368,6 +368,10 @@ class NodePool:
         end_all(procs)
 
 
+#: the node methods a node process runs in a batch (``node_each``)
+NODE_EACH = ("write_tensor", "read_tensor", "alloc_memory", "read_memory", "write_memory")
+
+
 class ProcessNode:
     """The protocol's node methods, each forwarded to the node's process (``self.proc``); the backends add
     their own ``cache_manager`` and ``__repr__``."""
@@ -396,6 +400,14 @@ class ProcessNode:
 
     def write_memory(self, addr: int, data: np.ndarray) -> None:
         self.proc.call("node", "write_memory", (addr, np.asarray(data)))
+
+    def call_each(self, method: str, arg_lists: Sequence[Sequence[Any]]) -> list[Any]:
+        """The kit's optional batch (conformance_tests.backend.BATCH_METHOD): the node's process runs ``method``
+        once per argument list, in order, stopping at the first exception: one round trip for a per-tensor step."""
+        if method not in NODE_EACH:
+            raise ValueError(f"call_each: {method!r} is not one of {NODE_EACH}")
+        lists = [tuple(np.asarray(a) if isinstance(a, np.ndarray) else a for a in args) for args in arg_lists]
+        return self.proc.call("node_each", method, lists)
 
     def inject(self, fault: Mapping[str, Any]) -> None:
         if not isinstance(fault, Mapping):

@@ -9,6 +9,6 @@ every backend except the in-process reference).
 from __future__ import annotations
 
 from .executor import BackendLost, StartError
-from .remote import IsolatedBackend, call_each
+from .remote import IsolatedBackend
 
-__all__ = ["BackendLost", "IsolatedBackend", "StartError", "call_each"]
+__all__ = ["BackendLost", "IsolatedBackend", "StartError"]

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..backend import call_each
 from . import wire
 
 ROOT = 0  # the handle of the backend object itself
@@ -100,9 +101,8 @@ def serve(conn: Connection, target: str) -> None:
                 result = _attribute(registry, obj, str(name))
             elif op == "call":
                 result = ("value", (getattr(obj, str(name)) if name else obj)(*args, **kwargs))
-            elif op == "each":  # the same method once per argument list, in order (per-tensor steps)
-                method = getattr(obj, str(name))
-                result = ("value", [method(*each) for each in args[0]])
+            elif op == "each":  # per-tensor steps: through the node's own batch when it has one
+                result = ("value", call_each(obj, str(name), args[0]))
             else:
                 raise ValueError(f"unknown request {op!r}")
         except BaseException as exc:  # noqa: BLE001 - every exception goes back to the kit

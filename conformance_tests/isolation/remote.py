@@ -107,21 +107,8 @@ class RemoteMethod:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.owner._executor.request(self.owner, "call", self.__name__, args, kwargs)[1]
 
-    def call_each(self, arg_lists: Sequence[Sequence[Any]]) -> list[Any]:
-        """The method called once per argument list, in order, in one request (see :func:`call_each`)."""
-        return self.owner._executor.request(self.owner, "each", self.__name__, (list(map(tuple, arg_lists)),))[1]
-
     def __repr__(self) -> str:
         return f"<method {self.__name__} of {self.owner!r}>"
-
-
-def call_each(fn: Any, arg_lists: Sequence[Sequence[Any]]) -> list[Any]:
-    """``[fn(*args) for args in arg_lists]``: the same calls in the same order, stopping at the first exception;
-    for a method in the backend's process, one round trip instead of one per call (per-tensor steps)."""
-    each = getattr(fn, "call_each", None) if isinstance(fn, RemoteMethod) else None
-    if each is not None:
-        return list(each(arg_lists))
-    return [fn(*args) for args in arg_lists]
 
 
 class _Wrapped:
@@ -163,6 +150,11 @@ class ProtocolNode(_Wrapped):
     def __init__(self, remote: Remote) -> None:
         self._remote = remote
         self._fixed: dict[str, Any] = {}
+
+    def call_each(self, method: str, arg_lists: Sequence[Sequence[Any]]) -> list[Any]:
+        """The protocol's optional batch (``backend.call_each``): one request to the backend's process, which
+        passes it on to the node's own batch when it has one."""
+        return self._remote._executor.request(self._remote, "each", method, (list(map(tuple, arg_lists)),))[1]
 
     def __getattr__(self, name: str) -> Any:
         if name in ProtocolNode._FIXED:

@@ -79,6 +79,9 @@ class NodeRuntime:
         if op == "node":
             method, nargs = args
             return self._node_call(method, nargs)
+        if op == "node_each":  # one request for a per-tensor step; stops at the first exception
+            method, arg_lists = args
+            return [self._node_call(method, nargs) for nargs in arg_lists]
         if op == "cm_attr":
             return getattr(self._datadist().cache_manager, args[0])
         if op == "init":
