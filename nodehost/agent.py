@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
-from .connection import shutdown_connection
+from .connection import no_delay, shutdown_connection
 
 KEY_ENV = "NODEHOST_KEY"
 KEY_FILE_ENV = "NODEHOST_KEY_FILE"
@@ -84,7 +84,7 @@ class Agent:
     def serve_forever(self) -> None:
         while True:
             try:
-                conn = self.listener.accept()
+                conn = no_delay(self.listener.accept())
             except OSError:
                 return
             except Exception:  # noqa: BLE001 - a failed handshake (wrong key) must not stop the agent
@@ -110,6 +110,7 @@ class Agent:
         child_end.close()
         with self._lock:
             self._procs.add(proc)
+        print(f"node process {proc.pid} started for {label} ({target})", flush=True)
         done = threading.Event()
 
         def pump(src: Connection, dst: Connection) -> None:
@@ -126,6 +127,7 @@ class Agent:
         done.wait()
         proc.kill()  # either side went away: the node goes too
         proc.join(5.0)
+        print(f"node process {proc.pid} ended ({proc.exitcode})", flush=True)
         shutdown_connection(conn)
         shutdown_connection(parent_end)
         with self._lock:
@@ -200,7 +202,7 @@ def connect(agent: tuple[str, int], key: bytes, target: str, args: Sequence[Any]
     """Open a node connection to ``agent`` and ask it to start ``target``."""
     if target not in TARGETS:
         raise ValueError(f"unknown node target {target!r}")
-    conn = Client(agent, family="AF_INET", authkey=key)
+    conn = no_delay(Client(agent, family="AF_INET", authkey=key))
     conn.send(("start", target, tuple(args), label))
     return conn
 

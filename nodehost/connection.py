@@ -22,3 +22,15 @@ def shutdown_connection(conn: Connection | Any) -> None:
         sock.detach()
     with contextlib.suppress(OSError):
         conn.close()
+
+
+def no_delay(conn: Connection | Any) -> Any:
+    """Turn Nagle's algorithm off on a TCP connection: ``send_bytes`` writes a long message as a header and a
+    body, and Nagle would hold the body back until the peer's delayed ACK (tens of ms per request)."""
+    with contextlib.suppress(OSError, ValueError):
+        sock = socket.socket(fileno=conn.fileno())
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        finally:
+            sock.detach()
+    return conn

@@ -28,9 +28,10 @@ def shim_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield root
 
 
-def run_certify(*args: str, pythonpath: list[Path], timeout: float) -> subprocess.CompletedProcess[str]:
-    """``python -m conformance_tests certify ...`` as a user runs it, with ``pythonpath`` first."""
-    env = dict(os.environ)
+def run_certify(*args: str, pythonpath: list[Path], timeout: float,
+                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m conformance_tests certify ...`` as a user runs it, with ``pythonpath`` first (and ``env``)."""
+    env = dict(os.environ, **(env or {}))
     env["PYTHONPATH"] = os.pathsep.join([*map(str, pythonpath), str(ROOT)])
     env.pop("PUSH_CACHE_BACKEND", None)
     env.setdefault("UCX_NET_DEVICES", "lo")

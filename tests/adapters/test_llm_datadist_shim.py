@@ -1,13 +1,15 @@
 """The ``llm_datadist`` backend (nodehost) certifies the reference exposed under the vendor's module name.
 
 This is the adapter a vendor runs on an Ascend host, run here over the multi-process reference: one process
-per node, only the vendor's public API, memory by address. The quick profile runs every test with fewer
-examples, so the verdict is PARTIAL (exit 5) and no clause may block; a full run (no --hypothesis-profile)
-gives CERTIFIED. Skipped without NIXL (the reference's nodes move bytes with it).
+per node, only the vendor's public API, memory by address, here with the nodes on two node agents (two
+"hosts" on loopback addresses). A full run, CERTIFIED. Skipped without NIXL (the reference's nodes move bytes
+with it).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -18,6 +20,7 @@ import pytest
 
 from reference_impl.multiprocess import nixl_available
 from tests.adapters.conftest import ROOT, run_certify
+from tests.nodehost.helpers import ADDRESSES, AgentRun, agents_env
 
 NIXL = nixl_available()
 needs_nixl = pytest.mark.skipif(NIXL is not None, reason=f"NIXL is not installed ({NIXL}): pip install --no-deps "
@@ -46,15 +49,26 @@ def test_shim_is_the_vendor_api_only(shim_path: Path) -> None:
 
 
 @needs_nixl
-def test_certify_llm_datadist_over_the_shim(shim_path: Path) -> None:
-    proc = run_certify("--backend", "llm_datadist", "--hypothesis-profile", "quick", "--no-reports",
-                       pythonpath=[shim_path], timeout=1200)
+def test_llm_datadist_with_nodes_on_two_agents_is_certified(shim_path: Path, tmp_path: Path) -> None:
+    """The whole suite, certify profile, as a vendor with two hosts runs it: ``--backend llm_datadist`` (the
+    vendor's public API only), every node in a process of one of two node agents on different loopback
+    addresses, bytes between them over NIXL. CERTIFIED, exit 0, and both agents ran nodes."""
+    key = os.urandom(16).hex()
+    runs = [AgentRun(ip, key, tmp_path / f"agent-{ip}.log", pythonpath=[shim_path]) for ip in ADDRESSES]
+    try:
+        proc = run_certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "report"),
+                           pythonpath=[shim_path], timeout=1500, env=agents_env(runs, key))
+    finally:
+        for run in runs:
+            run.kill()
     out = proc.stdout + proc.stderr
     verdict = re.search(r"^verdict: .*$", out, re.MULTILINE)
-    assert proc.returncode == 5, f"exit {proc.returncode}, {verdict.group(0) if verdict else out[-3000:]}"
-    assert verdict is not None and verdict.group(0).startswith("verdict: PARTIAL")
-    assert "blocking clauses" not in verdict.group(0)
-    assert "backend llm_datadist" in verdict.group(0)
+    assert proc.returncode == 0, f"exit {proc.returncode}, {verdict.group(0) if verdict else out[-3000:]}"
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert (report["verdict"]["label"], report["backend"]["name"]) == ("CERTIFIED", "llm_datadist")
+    assert not report["verdict"]["partial"], report["verdict"]
+    started = {r.address[0]: r.nodes_started() for r in runs}
+    assert all(started.values()), f"node processes started per agent: {started}"
 
 
 def test_without_the_package_the_backend_says_so(tmp_path: Path) -> None:

@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+#: two loopback addresses, one agent each: nodes of one cluster on two "hosts"
+ADDRESSES = ("127.0.0.2", "127.0.0.3")
 
 TIMEOUT_MS = 300
 
@@ -20,3 +32,37 @@ def node_options(timeout_ms: int = TIMEOUT_MS, host_pool: bool = True) -> dict[s
 def specs(*ids: int, timeout_ms: int = TIMEOUT_MS, host_pool: bool = True) -> list[dict[str, Any]]:
     return [{"cluster_id": cid, "role": "PROMPT" if i == 0 else "DECODER",
              "options": node_options(timeout_ms, host_pool)} for i, cid in enumerate(ids)]
+
+
+class AgentRun:
+    """One ``python -m nodehost serve`` process started by a test, its output in ``log`` (ended by pid)."""
+
+    def __init__(self, ip: str, key: str, log: Path, pythonpath: Sequence[Path] = ()) -> None:
+        path = [*map(str, pythonpath), str(ROOT), os.environ.get("PYTHONPATH", "")]
+        env = dict(os.environ, NODEHOST_KEY=key, UCX_NET_DEVICES="lo", NIXL_LOG_LEVEL="ERROR",
+                   PYTHONPATH=os.pathsep.join(p for p in path if p))
+        self.log = log
+        with open(log, "w") as out:  # a file, not a pipe: the agent logs a line per node process
+            self.proc = subprocess.Popen([sys.executable, "-m", "nodehost", "serve", "--listen", f"{ip}:0"],
+                                         cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"listening on ([0-9.]+):(\d+)", self.text())):
+            assert self.proc.poll() is None and time.monotonic() < deadline, f"agent did not start: {self.text()!r}"
+            time.sleep(0.05)
+        self.address = (found.group(1), int(found.group(2)))
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def nodes_started(self) -> int:
+        return len(re.findall(r"^node process \d+ started", self.text(), re.MULTILINE))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+
+def agents_env(runs: Sequence[AgentRun], key: str) -> dict[str, str]:
+    """What a certify run needs to put its nodes on ``runs``."""
+    return {"NODEHOST_KEY": key, "NODEHOST_AGENTS": ",".join(f"{h}:{p}" for h, p in (r.address for r in runs))}
