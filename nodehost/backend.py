@@ -15,11 +15,14 @@ multi-process reference (``reference_impl.multiprocess.datadist``). The parent i
   need the implementation's ``conformance_inject`` hook;
 * ``cluster.close()`` gives the processes back to the pool (reset, or ended when the reset fails).
 
-Environment: ``NODEHOST_POOL`` (idle processes kept, default 8; 0: no reuse), ``NODEHOST_DEVICE_IDS`` (device
-ids handed to the nodes of a cluster in order, e.g. ``0,1``), ``NODEHOST_DEVICE_IPS`` (their listen ips, same
-order), ``NODEHOST_LISTEN_IP`` (default 127.0.0.1), ``NODEHOST_DEVICE_MEMORY`` (see nodehost.memory),
-``NODEHOST_AGENTS`` (``HOST:PORT,HOST:PORT``: node agents, see nodehost.agent; node i of a cluster runs on agent
-i modulo their number; the shared key from ``NODEHOST_KEY`` or ``NODEHOST_KEY_FILE``).
+Settings (``nodehost.settings``: each from its environment variable, else from the YAML file ``NODEHOST_CONFIG``
+names, else its default): ``pool`` / ``NODEHOST_POOL`` (idle processes kept, default 8; 0: no reuse),
+``device_ids`` / ``NODEHOST_DEVICE_IDS`` (device ids handed to the nodes of a cluster in order, e.g. ``0,1``),
+``device_ips`` / ``NODEHOST_DEVICE_IPS`` (their listen ips, same order), ``device_memory`` /
+``NODEHOST_DEVICE_MEMORY`` (see nodehost.memory), ``agents`` / ``NODEHOST_AGENTS`` (``HOST:PORT,HOST:PORT``:
+node agents, see nodehost.agent; node i of a cluster runs on agent i modulo their number; the shared key from
+``NODEHOST_KEY_FILE``, else ``NODEHOST_KEY``, else the file's ``key_file``). ``NODEHOST_LISTEN_IP`` (default
+127.0.0.1) is read by the node processes.
 """
 
 from __future__ import annotations
@@ -36,11 +39,11 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from .agent import load_key, parse_address
+from . import settings
+from .agent import KEY_ENV, KEY_FILE_ENV, load_key
 from .driver import node_main
 from .memory import DEVICE_MEMORY_ENV, device_accessor_kind
 from .process import (
-    DEFAULT_POOL_SIZE,
     READY_TIMEOUT_S,
     LeasedProcess,
     NodePool,
@@ -51,25 +54,12 @@ from .process import (
 from .vendor_api import CACHE_MANAGER
 from .wire import ParentCodec
 
-POOL_ENV = "NODEHOST_POOL"
-AGENTS_ENV = "NODEHOST_AGENTS"
-DEVICE_IDS_ENV = "NODEHOST_DEVICE_IDS"
-DEVICE_IPS_ENV = "NODEHOST_DEVICE_IPS"
 #: defaults for the node processes' environment (NIXL/UCX on loopback, quiet); a value already set wins
 NODE_ENV = {"UCX_NET_DEVICES": "lo", "NIXL_LOG_LEVEL": "ERROR"}
 SPEC_VERSIONS = ["8.3.RC1.alpha003", "8.5.0", "9.0.0"]
 #: names node.api offers (the tests build every argument from them)
 API_NAMES = ("CacheDesc", "CacheKey", "CacheKeyByIdAndIndex", "BlocksCacheKey", "Cache", "Placement", "DataType",
              "LLMException", "LLMStatusCode", "LLMConfig", "LLMRole", "LLMClusterInfo")
-
-
-def _env_list(name: str) -> list[str]:
-    return [x.strip() for x in os.environ.get(name, "").split(",") if x.strip()]
-
-
-def _env_int(name: str, default: int) -> int:
-    text = os.environ.get(name, "").strip()
-    return int(text) if text.isdigit() else default
 
 
 class CacheManagerProxy:
@@ -157,9 +147,11 @@ class HostCluster:
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
-            devices, ips = _env_list(DEVICE_IDS_ENV), _env_list(DEVICE_IPS_ENV)
+            config = settings.load()
+            devices, ips = config.device_ids, config.device_ips
             if devices and len(devices) < len(parsed):
-                raise ValueError(f"{DEVICE_IDS_ENV} names {len(devices)} devices; this cluster has {len(parsed)} nodes")
+                raise ValueError(f"{config.source['device_ids']} names {len(devices)} devices; this cluster has "
+                                 f"{len(parsed)} nodes")
             self._procs = self._lease(len(parsed))
             deadline = time.monotonic() + READY_TIMEOUT_S
             for slot, ((cid, role, options), proc) in enumerate(zip(parsed, self._procs, strict=True)):
@@ -305,15 +297,20 @@ class NodeHostBackend:
     def agents(self) -> list[tuple[str, int]]:
         if self._agents is not None:
             return list(self._agents)  # type: ignore[arg-type]
-        return [parse_address(a) for a in _env_list(AGENTS_ENV)]
+        return list(settings.load().agents)
 
     def agent_for(self, slot: int) -> tuple[str, int] | None:
         agents = self.agents
         return agents[slot % len(agents)] if agents else None
 
     def agent_key(self) -> bytes:
+        """The agents' shared key: $NODEHOST_KEY_FILE, else $NODEHOST_KEY, else the config file's key_file."""
         if self._key is None:
-            self._key = load_key()
+            env_says = os.environ.get(KEY_FILE_ENV, "").strip() or os.environ.get(KEY_ENV, "").strip()
+            try:
+                self._key = load_key(None if env_says else settings.load().key_file)
+            except (SystemExit, OSError) as exc:
+                raise settings.ConfigError(str(exc)) from None
         return self._key
 
     @property
@@ -348,7 +345,7 @@ class NodeHostBackend:
             return _shared_pool(f"{self._pool_choice.key or id(self._pool_choice)}@{agent[0]}:{agent[1]}")
         if self._pool_choice is False:
             return None
-        size = _env_int(POOL_ENV, DEFAULT_POOL_SIZE)
+        size = settings.load().pool
         if size == 0:
             return None
         pool = _shared_pool(self.module_name if agent is None else f"{self.module_name}@{agent[0]}:{agent[1]}")
@@ -358,7 +355,8 @@ class NodeHostBackend:
     def start_process(self, label: str, codec: ParentCodec, authkey: bytes,
                       agent: tuple[str, int] | None = None) -> NodeProcess:
         gone = functools.partial(_gone, self.module)
-        args = (self.module_name, dict(NODE_ENV))
+        # the node processes read the device-memory policy from their environment (a config file's value too)
+        args = (self.module_name, {**NODE_ENV, DEVICE_MEMORY_ENV: settings.load().device_memory})
         if agent is not None:  # the agent's key is the node's key: every node of an agent run shares it
             return NodeProcess.via_agent(agent, self.agent_key(), "vendor", args, codec, label, gone)
         ctx = multiprocessing.get_context(self.start_method)
@@ -366,9 +364,12 @@ class NodeHostBackend:
 
     def device_memory(self) -> str | None:
         says_host = getattr(self.module, "CONFORMANCE_DEVICE_MEMORY", None) == "host"
-        return device_accessor_kind(os.environ.get(DEVICE_MEMORY_ENV, "auto"), says_host)
+        return device_accessor_kind(settings.load().device_memory, says_host)
 
     def capabilities(self) -> dict[str, Any]:
+        """Reads the settings first, so a bad one ends a certification before anything runs (usage error)."""
+        if self.agents:
+            self.agent_key()
         mod = self.module
         placements = ["HOST"] + (["DEVICE"] if self.device_memory() else [])
         faults = ["kill_node"] + [f for f in getattr(mod, "CONFORMANCE_FAULTS", ()) if f != "kill_node"]

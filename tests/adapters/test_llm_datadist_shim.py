@@ -20,7 +20,7 @@ import pytest
 
 from reference_impl.multiprocess import nixl_available
 from tests.adapters.conftest import ROOT, run_certify
-from tests.nodehost.helpers import ADDRESSES, AgentRun, agents_env
+from tests.nodehost.helpers import ADDRESSES, AgentRun
 
 NIXL = nixl_available()
 needs_nixl = pytest.mark.skipif(NIXL is not None, reason=f"NIXL is not installed ({NIXL}): pip install --no-deps "
@@ -52,12 +52,19 @@ def test_shim_is_the_vendor_api_only(shim_path: Path) -> None:
 def test_llm_datadist_with_nodes_on_two_agents_is_certified(shim_path: Path, tmp_path: Path) -> None:
     """The whole suite, certify profile, as a vendor with two hosts runs it: ``--backend llm_datadist`` (the
     vendor's public API only), every node in a process of one of two node agents on different loopback
-    addresses, bytes between them over NIXL. CERTIFIED, exit 0, and both agents ran nodes."""
+    addresses (named in a config file, NODEHOST_CONFIG), bytes between them over NIXL. CERTIFIED, exit 0, and
+    both agents ran nodes."""
     key = os.urandom(16).hex()
     runs = [AgentRun(ip, key, tmp_path / f"agent-{ip}.log", pythonpath=[shim_path]) for ip in ADDRESSES]
+    # the agents and their key as a vendor writes them down: a config file, the key in a file beside it
+    (tmp_path / "agents.key").write_text(key)
+    (tmp_path / "agents.key").chmod(0o600)
+    config = tmp_path / "nodehost.yaml"
+    config.write_text("agents: [" + ", ".join(f"{h}:{p}" for h, p in (r.address for r in runs)) + "]\n"
+                      "key_file: agents.key\n")
     try:
         proc = run_certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "report"),
-                           pythonpath=[shim_path], timeout=1500, env=agents_env(runs, key))
+                           pythonpath=[shim_path], timeout=1500, env={"NODEHOST_CONFIG": str(config)})
     finally:
         for run in runs:
             run.kill()
