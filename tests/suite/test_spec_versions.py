@@ -9,14 +9,15 @@ import sys
 from pathlib import Path
 
 from conformance_tests.exitcodes import USAGE_ERROR
+from tests.certify_runner import IN_PROCESS
 
 ROOT = Path(__file__).resolve().parents[2]
 LEGACY = "tests.suite.fakes.legacy_backend:backend"
 
 
 def _certify(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict | None]:
-    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "-q", "--report-dir", str(tmp_path),
-                           *args], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", *IN_PROCESS, "-q", "--report-dir",
+                           str(tmp_path), *args], capture_output=True, text=True, cwd=ROOT)
     path = tmp_path / "report.json"
     return proc, (json.loads(path.read_text()) if path.exists() else None)
 

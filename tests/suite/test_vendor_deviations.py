@@ -13,6 +13,9 @@ import pytest
 
 from conformance_tests.spec import load_spec
 
+# one pytest-xdist worker runs this module: its module fixture (a full run) then runs once, not once per worker
+pytestmark = pytest.mark.xdist_group("test_vendor_deviations")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
