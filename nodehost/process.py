@@ -406,8 +406,7 @@ class ProcessNode:
         once per argument list, in order, stopping at the first exception: one round trip for a per-tensor step."""
         if method not in NODE_EACH:
             raise ValueError(f"call_each: {method!r} is not one of {NODE_EACH}")
-        lists = [tuple(np.asarray(a) if isinstance(a, np.ndarray) else a for a in args) for args in arg_lists]
-        return self.proc.call("node_each", method, lists)
+        return self.proc.call("node_each", method, [tuple(args) for args in arg_lists])
 
     def inject(self, fault: Mapping[str, Any]) -> None:
         if not isinstance(fault, Mapping):

@@ -55,6 +55,27 @@ def test_push_lands_exactly_through_the_vendor_api(open_cluster: Any) -> None:
     assert np.array_equal(local.read_memory(src.tensor_addrs[0], 8), data[0][:8])
 
 
+def test_call_each_is_one_request_that_stops_at_the_first_error(open_cluster: Any) -> None:
+    """The kit's batch (conformance_tests.backend.call_each): the same results as one call at a time, in one
+    request to the node's process, and the first failing call's exception with nothing after it run."""
+    from conformance_tests.backend import call_each
+
+    cluster = open_cluster(1, 2)
+    node = cluster.node(1)
+    cache = node.cache_manager.allocate_cache(_desc(node.api, "HOST"))
+    data = [np.full(cache.cache_desc.size, t, dtype=np.uint8) for t in range(4)]
+    calls: list[str] = []
+    real = node.proc.call
+    node.proc.call = lambda op, *a, **k: (calls.append(op), real(op, *a, **k))[1]  # type: ignore[method-assign]
+    call_each(node, "write_tensor", [(cache, t, d) for t, d in enumerate(data)])
+    got = call_each(node, "read_tensor", [(cache, t) for t in range(4)])
+    assert calls == ["node_each", "node_each"]
+    assert [g.tolist() for g in got] == [d.tolist() for d in data]
+    with pytest.raises(IndexError):  # tensor 9 does not exist: the write of tensor 1 after it never runs
+        call_each(node, "write_tensor", [(cache, 0, data[3]), (cache, 9, data[3]), (cache, 1, data[3])])
+    assert (node.read_tensor(cache, 0) == 3).all() and (node.read_tensor(cache, 1) == 1).all()
+
+
 def test_errors_keep_their_status_code(open_cluster: Any) -> None:
     cluster = open_cluster(1, 2, 3)
     local = cluster.node(1)
