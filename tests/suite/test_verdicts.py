@@ -368,7 +368,7 @@ def test_pytest_codes_map_to_kit_codes():
 
 
 def test_a_report_that_cannot_be_written_never_exits_0():
-    from conformance_tests.plugin import exit_code_for
+    from conformance_tests.finish import exit_code_for
 
     certified = {"certified": True, "kind": "certified", "label": "CERTIFIED"}
     assert exit_code_for(certified, None) == exitcodes.CERTIFIED

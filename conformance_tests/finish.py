@@ -1,0 +1,305 @@
+"""The end of a run: the report's header and completeness, the verdict's exit code, the report folders and
+files, and the terminal summary. The plugin's ``pytest_sessionfinish`` and ``pytest_terminal_summary`` call it."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from hypothesis import settings
+
+from . import exitcodes
+from .profiles import CERTIFY_EXAMPLES
+from .selection import WHY_DESELECTED, WHY_NOT_RUN, selection_problems
+
+if TYPE_CHECKING:
+    from .plugin import State
+
+SUITE_NAME = "push-cache-conformance"
+#: what the last session decided, for the certify CLI
+LAST_RUN = exitcodes.LAST_RUN
+
+
+def backend_display_name(backend: Any) -> str:
+    """The backend's name as reports show it (never empty)."""
+    name = str(getattr(backend, "name", "") or "")
+    return name if name.strip() else "(unnamed backend)"
+
+
+def full_folder(config: pytest.Config, backend: Any) -> Path:
+    """Where a full run of this backend writes: --report-dir, else reports/<safe backend name>/."""
+    from .report.folders import default_folder
+
+    explicit = config.getoption("report_dir")
+    if explicit:
+        return Path(config.invocation_params.dir) / explicit
+    base = Path(config.invocation_params.dir) / "reports"
+    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=False)
+
+
+def partial_folder(config: pytest.Config, backend: Any, full_dir: Path) -> Path:
+    """Where a partial run writes: reports/<name>.partial/ by default; with --report-dir DIR, DIR itself
+    unless DIR holds a full report, then DIR.partial/ beside it."""
+    from .report.folders import default_folder, holds_full_report, partial_sibling
+
+    if config.getoption("report_dir"):
+        return partial_sibling(full_dir) if holds_full_report(full_dir) else full_dir
+    base = Path(config.invocation_params.dir) / "reports"
+    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=True)
+
+
+def summary_line(message: str | None) -> str:
+    """The line of a failure message that says what went wrong (not the clause or the call)."""
+    lines = [ln.strip() for ln in (message or "").splitlines() if ln.strip()]
+    for ln in lines:
+        if not ln.startswith(("clause ", "call:", "AssertionError: clause ")):
+            return ln
+    return lines[0] if lines else ""
+
+
+
+
+def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
+    ctx = state.ctx
+    assert ctx is not None
+    b = ctx.backend
+    try:
+        import numpy
+
+        numpy_version = numpy.__version__
+    except Exception:  # noqa: BLE001  # pragma: no cover
+        numpy_version = None
+    try:
+        from importlib.metadata import version
+
+        suite_version = version("push-cache-conformance")
+    except Exception:  # noqa: BLE001
+        suite_version = "0.0.0"
+    exp = state.expectations
+    rows = state.rows
+    return {
+        "suite": {"name": SUITE_NAME, "version": suite_version},
+        "spec": {"version": ctx.release, "sha256": ctx.spec.sha256, "path": str(ctx.spec.path)},
+        "backend": {"name": backend_display_name(b), "version": str(getattr(b, "version", "?")),
+                    "spec": ctx.backend_spec, "capabilities": ctx.caps},
+        "environment": {"python": platform.python_version(), "numpy": numpy_version,
+                        "platform": platform.platform(), "hostname": socket.gethostname()},
+        "run": {
+            "started": state.started.isoformat(timespec="seconds"),
+            "duration_s": round(time.monotonic() - state.t0, 3),
+            "hypothesis_profile": state.profile,
+            "hypothesis_seed": state.seed,
+            "expectations": {"path": exp.path if exp else None, "sha256": exp.sha256 if exp else None,
+                             "strict": state.strict},
+            "argv": list(config.invocation_params.args),
+            "push_calls": rows.push_calls,
+            "distinct_layouts": len(rows.layouts),
+            "isolation": state.isolation,
+            # the first process, then one per loss (summed over pytest-xdist workers, which each start their own)
+            "backend_processes": 1 + rows.restarts if state.isolation == "process" else None,
+            "max_time_s": state.max_time or None,
+            "out_of_time": state.out_of_time,
+        },
+    }
+
+
+def clause_rows(state: State) -> list[dict[str, Any]]:
+    assert state.ctx is not None
+    return [{"id": c.id, "level": c.level, "family": c.family, "title": c.title,
+             **({"deviation": c.deviation} if c.deviation else {})}
+            for c in state.ctx.selected.clauses]
+
+
+def uncovered(state: State) -> list[str]:
+    assert state.ctx is not None
+    return [c.id for c in state.ctx.selected.clauses if c.id not in state.covered]
+
+
+def fallback_verdict(rows: list[dict[str, Any]], clauses: list[dict[str, Any]]) -> dict[str, Any]:
+    blocking = sorted({c for r in rows if r["level"] in ("must", "may") and r["outcome"] in ("failed", "error")
+                       for c in r["clauses"]})
+    return {"certified": False, "label": "NOT CERTIFIED" if blocking else "PARTIAL",
+            "kind": "not_certified" if blocking else "partial", "blocking": blocking}
+
+
+def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict[str, Any]:
+    """Whether the run was full, and if not, why not and which tests were left out (see reports/README.md)."""
+    assert state.ctx is not None
+    config = session.config
+    reasons = selection_problems(config)
+    spec = state.ctx.spec
+    custom = state.packaged_sha256 is None or spec.sha256 != state.packaged_sha256
+    if custom:
+        reasons.append(f"custom spec {spec.path} (sha256 {spec.sha256[:12]}, the packaged spec's is "
+                       f"{(state.packaged_sha256 or 'unknown')[:12]})")
+    left_out = [{"id": n, "why": WHY_DESELECTED} for n in state.deselected]
+    left_out += [{"id": n, "why": why} for n, why in state.own_deselected.items()]
+    examples = settings().max_examples  # the loaded profile's
+    if examples < CERTIFY_EXAMPLES:
+        reasons.append(f"hypothesis profile {state.profile}: {examples} examples per stream unit, "
+                       f"fewer than certification's {CERTIFY_EXAMPLES}")
+    if state.deselected and not any(r.startswith(("-k ", "-m ", "--lf", "--deselect")) for r in reasons):
+        reasons.append(f"{len(state.deselected)} test(s) deselected by a plugin")
+    if LAST_RUN.collection_errors:
+        reasons.append("collection errors in " + ", ".join(LAST_RUN.collection_errors))
+    interrupted = None
+    if state.out_of_time:
+        interrupted = state.out_of_time
+        reasons.append(f"stopped early: {state.out_of_time}")
+    elif LAST_RUN.interrupts or exitstatus == pytest.ExitCode.INTERRUPTED:
+        interrupted = "; ".join(LAST_RUN.interrupts) or str(session.shouldstop or "interrupted")
+        reasons.append(f"interrupted: {interrupted}")
+    elif exitstatus == pytest.ExitCode.INTERNAL_ERROR:
+        interrupted = "internal error"
+        reasons.append("stopped by an internal error")
+    elif session.shouldfail or session.shouldstop:
+        interrupted = str(session.shouldfail or session.shouldstop)
+        reasons.append(f"stopped early: {interrupted}")
+    if not state.collection_known:
+        reasons.append("no pytest-xdist worker reported its collection (every worker died?)")
+    if state.rows.without_clauses:
+        reasons.append(f"{len(state.rows.without_clauses)} test(s) whose process died before they named their "
+                       "clauses: " + ", ".join(state.rows.without_clauses[:5]))
+    finished = {r["id"] for r in state.rows.finished()}
+    not_run = [n for n in state.selected if n not in finished]
+    if not_run:
+        reasons.append(f"{len(not_run)} selected test(s) not run")
+        left_out += [{"id": n, "why": WHY_NOT_RUN} for n in not_run]
+    return {
+        "full": not reasons and not left_out,
+        "reasons": reasons,
+        "selected": len(state.selected),
+        "left_out": left_out,
+        "interrupted": interrupted,
+        "spec": {"path": str(spec.path), "sha256": spec.sha256, "packaged_sha256": state.packaged_sha256,
+                 "packaged": not custom},
+    }
+
+
+def exit_code_for(verdict: dict[str, Any], report_problem: str | None) -> int:
+    """The kit's exit code for a finished session (see conformance_tests/exitcodes.py)."""
+    if report_problem:
+        return exitcodes.INTERNAL_ERROR
+    kind = verdict.get("kind")
+    if kind is None:  # a verdict without a kind (a fallback): judge by the label
+        kind = "certified" if verdict.get("certified") else "not_certified"
+    return {
+        "certified": exitcodes.CERTIFIED,
+        "certified_with_waivers": exitcodes.CERTIFIED_WITH_WAIVERS,
+        "partial": exitcodes.PARTIAL,
+    }.get(kind, exitcodes.NOT_CERTIFIED)
+
+
+def expectations_input(state: State) -> dict[str, Any]:
+    exp = state.expectations
+    base = exp.report_section() if exp else {"path": None, "sha256": None, "entries": [], "expired": [],
+                                             "unmatched": []}
+    return {**base, "strict": state.strict, "unexpected_passes": list(state.rows.unexpected_passes)}
+
+
+def finish(session: pytest.Session, state: State, exitstatus: int) -> None:
+    config = session.config
+    assert state.ctx is not None
+    if exitstatus == pytest.ExitCode.USAGE_ERROR:
+        state.exit_code = LAST_RUN.code = session.exitstatus = exitcodes.USAGE_ERROR
+        return
+    # in collection order, however the tests were scheduled (pytest-xdist finishes them in any order)
+    position = {n: i for i, n in enumerate(state.selected)}
+    rows = sorted(state.rows.finished(), key=lambda r: position.get(r["id"], len(position)))
+    clauses = clause_rows(state)
+    header = run_header(state, config)
+    run_info = completeness(state, session, exitstatus)
+    try:
+        from .report import build_report, write_reports
+        from .report.folders import holds_full_report
+    except ImportError as exc:
+        state.report_problem = f"reports not written: conformance_tests.report is not available ({exc})"
+        state.report = {"verdict": fallback_verdict(rows, clauses)}
+    else:
+        try:
+            state.report = build_report(header, rows, clauses, expectations_input(state), run_info)
+        except Exception as exc:  # noqa: BLE001 - a report bug must not hide the run's outcome
+            state.report_problem = f"report not built: {type(exc).__name__}: {exc}"
+            state.report = {"verdict": fallback_verdict(rows, clauses)}
+        else:
+            if not config.getoption("no_reports"):
+                full_dir = state.full_dir or full_folder(config, state.ctx.backend)
+                partial = bool(state.report["verdict"].get("partial"))
+                out_dir = partial_folder(config, state.ctx.backend, full_dir) if partial else full_dir
+                state.report_dir = out_dir
+                try:
+                    paths = write_reports(state.report, out_dir)
+                    state.report_paths = {k: str(v) for k, v in (paths or {}).items()}
+                except Exception as exc:  # noqa: BLE001
+                    state.report_problem = f"reports not written to {out_dir}: {type(exc).__name__}: {exc}"
+                if partial and out_dir != full_dir and holds_full_report(full_dir):
+                    state.kept_full = full_dir
+    code = exit_code_for(state.report.get("verdict", {}), state.report_problem)
+    if exitstatus == pytest.ExitCode.INTERNAL_ERROR or LAST_RUN.internal_error:
+        code = exitcodes.INTERNAL_ERROR
+    state.exit_code = code
+    LAST_RUN.code = code
+    LAST_RUN.report_dir = str(state.report_dir) if state.report_dir is not None else None
+    session.exitstatus = code
+
+
+def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State | None) -> None:
+    if state is None or state.ctx is None or config.option.collectonly or state.report is None:
+        return
+    tr = terminalreporter
+    report = state.report
+    tr.section("push_cache conformance")
+    if state.full_selection:
+        missing = uncovered(state)
+        tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))
+    else:
+        tr.write_line("uncovered clauses: not computed (this run selects a subset of the suite)")
+    incompatible = [r["id"] for r in state.rows.finished() if r["outcome"] == "incompatible"]
+    if incompatible:
+        tr.write_line(f"incompatible (should-level, not blocking): {len(incompatible)} test(s)")
+        for n in incompatible[:50]:
+            tr.write_line(f"  {n}: {summary_line(state.rows.by_id[n]['message'])}"[:300])
+    exp = state.expectations
+    if exp is not None:
+        unmatched = exp.unmatched()
+        tr.write_line(f"expectations file: {exp.path} (sha256 {exp.sha256})")
+        waived = (report.get("expectations") or {}).get("waived") or []
+        must = len(report.get("verdict", {}).get("waived_must_tests") or [])
+        tr.write_line(f"waived tests: {len(waived)} ({must} must test(s) whose failure or run was waived)")
+        tr.write_line("expectations entries that matched nothing: " + (", ".join(unmatched) if unmatched else "none"))
+        for e in exp.expired:
+            tr.write_line(f"expired expectations entry ignored: {e.describe()}")
+    tr.write_line("unexpected passes: " + (", ".join(state.rows.unexpected_passes) or "none"))
+    tr.write_line(f"push_cache calls: {state.rows.push_calls}, distinct layouts: {len(state.rows.layouts)}")
+    comp = report.get("completeness") or {}
+    if comp and not comp.get("full", True):
+        counts = comp.get("left_out_counts") or {}
+        tr.write_line("partial run: " + "; ".join(comp.get("reasons") or []), yellow=True)
+        tr.write_line(f"left out: {comp.get('left_out_count', 0)} test(s)"
+                      + (" (" + ", ".join(f"{n} {why}" for why, n in sorted(counts.items())) + ")" if counts else ""))
+    if state.report_problem:
+        tr.write_line(state.report_problem, red=True)
+    for name, path in sorted(state.report_paths.items()):
+        tr.write_line(f"report {name}: {path}")
+    kept = state.kept_full
+    if kept is not None:
+        tr.write_line(f"the last full report in {kept} is kept (a partial run never overwrites it)")
+    verdict = report.get("verdict", {})
+    b = state.ctx.backend
+    who = f"backend {backend_display_name(b)} {getattr(b, 'version', '?')} against spec {state.ctx.release}"
+    blocking = verdict.get("blocking") or []
+    line = f"verdict: {verdict.get('label', '?')} — {who}"
+    if verdict.get("label") == "CERTIFIED WITH WAIVERS":
+        line += f"; {len(verdict.get('waived_must_tests') or [])} must test(s) waived"
+    if blocking:
+        line += f"; blocking clauses: {', '.join(blocking)}"
+    kind = verdict.get("kind")
+    tr.write_line(line, bold=True, green=kind == "certified", red=kind == "not_certified",
+                  yellow=kind in ("partial", "certified_with_waivers"))
+    if state.exit_code is not None:
+        meaning = exitcodes.BY_CODE.get(state.exit_code)
+        tr.write_line(f"exit code: {state.exit_code} ({meaning.name if meaning else '?'})")

@@ -1,0 +1,44 @@
+"""What a run selects: why a command line selects less than the whole suite, and how left-out tests are named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+#: what pytest's -k/-m/--deselect/--clauses leave out is "deselected"; tests selected but never finished are
+#: "not run"
+WHY_DESELECTED, WHY_CLAUSES, WHY_NOT_RUN = "deselected", "--clauses", "not run"
+
+
+def suite_dir() -> Path:
+    return Path(__file__).resolve().parent / "suite"
+
+
+def selection_problems(config: pytest.Config) -> list[str]:
+    """Why the command line selects less than the whole suite (empty when it selects all of it)."""
+    problems = []
+    opt = config.option
+    if getattr(opt, "keyword", ""):
+        problems.append(f"-k {opt.keyword!r}")
+    if getattr(opt, "markexpr", ""):
+        problems.append(f"-m {opt.markexpr!r}")
+    if getattr(opt, "clauses", ""):
+        problems.append(f"--clauses {opt.clauses!r}")
+    if getattr(opt, "deselect", None):
+        problems.append(f"--deselect: {len(opt.deselect)} test ID(s) given")
+    if getattr(opt, "lf", False):
+        problems.append("--lf")
+    suite = suite_dir()
+    odd = []
+    for arg in config.args:
+        path_part = str(arg).split("::", 1)[0]
+        if "::" in str(arg):
+            odd.append(str(arg))
+        elif path_part == "conformance_tests.suite" and getattr(opt, "pyargs", False):
+            continue
+        elif (Path(config.invocation_params.dir) / path_part).resolve() != suite:
+            odd.append(str(arg))
+    if odd:
+        problems.append("test paths given: " + ", ".join(odd))
+    return problems
