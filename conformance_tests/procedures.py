@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from . import outcomes, session, strategies, violations
 from .outcomes import Expectation, Observation, Raises, Succeeds
 from .recorder import lit
+from .spec import signature_parameters
 from .testbed import (
     CacheInfo,
     Call,
@@ -263,18 +264,12 @@ def run_call(clause: Any, item: Item) -> None:
 
 def _all_params() -> tuple[str, ...]:
     """Every parameter name of every release's signature, in the spec's order (the newest signature first)."""
-    spec = session.current().spec
+    entries = session.current().spec.signature
     names: dict[str, None] = {}
-    for entry in reversed(spec.signature):
-        for p in entry.get("parameters", []):
-            if p.get("kind") != "var_keyword":
-                names.setdefault(p["name"], None)
-    for entry in spec.signature:  # releases taking some of them as **kwargs list them in the type text
-        for p in entry.get("parameters", []):
-            if p.get("kind") == "var_keyword":
-                for n in str(p.get("type", "")).split(","):
-                    if n.strip():
-                        names.setdefault(n.strip(), None)
+    for entry in reversed(entries):
+        names.update(dict.fromkeys(signature_parameters(entry)[0]))
+    for entry in entries:  # releases taking some of them as **kwargs
+        names.update(dict.fromkeys(signature_parameters(entry)[1]))
     return tuple(names)
 
 

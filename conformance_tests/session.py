@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .spec import signature_parameters
+
 
 @dataclass
 class RunContext:
@@ -29,12 +31,8 @@ class RunContext:
     @property
     def params(self) -> list[str]:
         """The parameter names push_cache takes in the selected release (keyword-only ones included)."""
-        sig = self.signature
-        names = [p["name"] for p in sig.get("parameters", []) if p.get("kind") != "var_keyword"]
-        for p in sig.get("parameters", []):
-            if p.get("kind") == "var_keyword":
-                names += [n.strip() for n in str(p.get("type", "")).split(",") if n.strip()]
-        return names
+        declared, through_kwargs = signature_parameters(self.signature)
+        return declared + through_kwargs
 
 
 @dataclass

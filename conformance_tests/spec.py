@@ -205,6 +205,18 @@ class Spec:
         raise SpecError(self.path, "$.signature", f"no signature entry covers release {release!r}")
 
 
+def signature_parameters(entry: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """A signature entry's parameter names: those it declares, and those it takes through ``**kwargs`` (listed,
+    comma-separated, in that parameter's type text)."""
+    declared, through_kwargs = [], []
+    for p in entry.get("parameters", []):
+        if p.get("kind") == "var_keyword":
+            through_kwargs += [n.strip() for n in str(p.get("type", "")).split(",") if n.strip()]
+        else:
+            declared.append(p["name"])
+    return declared, through_kwargs
+
+
 def describe_expect(expect: Mapping[str, Any] | None) -> str:
     """A short human summary: ``raises LLMException(LLM_PARAM_INVALID)``, ``success``, ``any of: ...``."""
     if not expect:
