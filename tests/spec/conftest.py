@@ -157,3 +157,17 @@ def write_spec(tmp_path: pathlib.Path) -> Callable[..., pathlib.Path]:
         return path
 
     return write
+
+
+#: the push_cache documentation pages (../shared/seeds/, beside the repository), by language
+SEEDS = pathlib.Path(__file__).resolve().parents[3] / "shared" / "seeds"
+SEED_PAGES = {"en": "push_cache.en.txt", "zh": "push_cache.zh.md"}
+
+
+@pytest.fixture(scope="session")
+def seed_pages() -> dict[str, str]:
+    """Each documentation page's text by language; the tests that compare the spec with them skip, naming the
+    folder, when it is not there."""
+    if not SEEDS.is_dir():
+        pytest.skip(f"the documentation seeds are not here ({SEEDS}); nothing to compare the spec with")
+    return {lang: (SEEDS / name).read_text(encoding="utf-8") for lang, name in SEED_PAGES.items()}

@@ -35,11 +35,10 @@ from pathlib import Path
 import pytest
 
 from conformance_tests.spec import load_spec
+from tests.spec.conftest import SEED_PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "spec" / "README.md"
-SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
-PAGES = {"en": "push_cache.en.txt", "zh": "push_cache.zh.md"}
 HEADINGS = {"en": "### English page", "zh": "### Chinese page"}
 SECTION = "## What the spec covers"
 ID = re.compile(r"`(push_cache\.[a-z0-9_.*]+)`")
@@ -125,10 +124,8 @@ def fragments(quote: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def pages() -> dict[str, list[str]]:
-    if not SEEDS.is_dir():
-        pytest.skip(f"the documentation seeds are not here ({SEEDS}); no pages to compare the coverage table with")
-    return {lang: sentences((SEEDS / name).read_text(encoding="utf-8")) for lang, name in PAGES.items()}
+def pages(seed_pages: dict[str, str]) -> dict[str, list[str]]:
+    return {lang: sentences(text) for lang, text in seed_pages.items()}
 
 
 # ------------------------------------------------------------------------------------------------ spec only
@@ -200,7 +197,7 @@ def test_every_doc_clause_is_in_the_row_of_each_sentence_it_quotes(lang):
 def test_every_sentence_of_the_page_has_a_row(pages, lang):
     rows = [sentence for sentence, _, _ in table(lang)]
     missing = [s for s in pages[lang] if s not in rows]
-    assert not missing, (f"{len(missing)} sentence(s) of {PAGES[lang]} are not in the {HEADINGS[lang]!r} table of "
+    assert not missing, (f"{len(missing)} sentence(s) of {SEED_PAGES[lang]} are not in the {HEADINGS[lang]!r} table of "
                          "spec/README.md:\n" + "\n".join(f"  {s}" for s in missing))
 
 
@@ -208,7 +205,7 @@ def test_every_sentence_of_the_page_has_a_row(pages, lang):
 def test_every_row_is_a_sentence_of_the_page_once(pages, lang):
     rows = table(lang)
     stale = [f"spec/README.md:{line}: {s[:80]!r}" for s, _, line in rows if s not in pages[lang]]
-    assert not stale, f"rows that are not sentences of {PAGES[lang]}:\n" + "\n".join(stale)
+    assert not stale, f"rows that are not sentences of {SEED_PAGES[lang]}:\n" + "\n".join(stale)
     counts: dict[str, int] = {}
     for s, _, _ in rows:
         counts[s] = counts.get(s, 0) + 1
