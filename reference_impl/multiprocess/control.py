@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection, Listener
 from typing import TYPE_CHECKING, Any
 
-from nodehost.connection import shutdown_connection
+from nodehost.connection import no_delay, shutdown_connection
 
 if TYPE_CHECKING:
     from ..engine import RemoteTable
@@ -43,17 +42,6 @@ class PeerGone(Exception):
 
 class PeerTimeout(Exception):
     """The peer did not answer in time."""
-
-
-def no_delay(conn: Connection) -> Connection:
-    """Small control messages go out at once (no Nagle: a close followed by an open must not wait 40 ms)."""
-    with contextlib.suppress(OSError, ValueError):
-        sock = socket.socket(fileno=conn.fileno())
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        finally:
-            sock.detach()
-    return conn
 
 
 # ---------------------------------------------------------------------------------------------- server
