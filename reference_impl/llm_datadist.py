@@ -10,7 +10,7 @@ from .cluster_info import LLMClusterInfo
 from .engine import NodeEngine
 from .enums import LLMRole
 from .fabric import Fabric, default_fabric
-from .options import normalize_options, parse_engine_options
+from .options import EngineOptions, normalize_options, parse_engine_options
 from .status import LLMStatusCode, raise_if_false
 
 
@@ -54,7 +54,7 @@ class LLMDataDist:
         opts = normalize_options(options)
         parsed = parse_engine_options(opts)
         fabric = self._fabric if self._fabric is not None else default_fabric()
-        engine = NodeEngine(fabric, self._cluster_id, self._role, fabric.new_slot(), parsed)
+        engine = self._make_engine(fabric, parsed)
         try:
             fabric.attach(engine)
         except Exception:
@@ -64,6 +64,10 @@ class LLMDataDist:
         self._engine = engine
         if parsed.enable_cache_manager:
             self._cache_manager = self._cache_manager_cls(engine, opts)
+
+    def _make_engine(self, fabric: Fabric, parsed: EngineOptions) -> NodeEngine:
+        """The native engine ``init`` attaches (a subclass may build another kind)."""
+        return NodeEngine(fabric, self._cluster_id, self._role, fabric.new_slot(), parsed)
 
     def finalize(self) -> None:
         engine, self._engine, self._cache_manager = self._engine, None, None

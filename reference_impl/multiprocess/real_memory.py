@@ -23,7 +23,7 @@ from ..enums import LLMRole, Placement
 from ..fabric import Fabric
 from ..llm_datadist import LLMDataDist
 from ..memory import MemorySpace, NodeMemory, Segment
-from ..options import normalize_options, parse_engine_options
+from ..options import EngineOptions
 from ..pool import MemoryPool
 
 OnSegment = Callable[[int, int], None]
@@ -84,24 +84,9 @@ class RealMemoryLLMDataDist(LLMDataDist):
         super().__init__(role, cluster_id, fabric=Fabric(), cache_manager_cls=cache_manager_cls)
         self._on_segment = on_segment
 
-    def init(self, options: dict[str, str]) -> None:
-        """``LLMDataDist.init`` with a RealNodeEngine."""
-        if self._engine is not None:
-            return
-        opts = normalize_options(options)
-        parsed = parse_engine_options(opts)
-        fabric = self._fabric
-        assert fabric is not None
-        engine = RealNodeEngine(fabric, self._cluster_id, self._role, fabric.new_slot(), parsed, self._on_segment)
-        try:
-            fabric.attach(engine)
-        except Exception:
-            engine.shutdown()
-            raise
-        self._options = opts
-        self._engine = engine
-        if parsed.enable_cache_manager:
-            self._cache_manager = self._cache_manager_cls(engine, opts)
+    def _make_engine(self, fabric: Fabric, parsed: EngineOptions) -> NodeEngine:
+        """``LLMDataDist.init`` with a RealNodeEngine: memory at real addresses, each segment reported."""
+        return RealNodeEngine(fabric, self._cluster_id, self._role, fabric.new_slot(), parsed, self._on_segment)
 
 
 def adopt_registered(engine: NodeEngine, placement: Placement, addrs: list[int], nbytes: int) -> None:
