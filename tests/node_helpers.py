@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
+
+NIXL_INSTALL = "pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1"
 
 
 def fill_random(node: Any, cache: Any, seed: int = 0) -> list[np.ndarray]:
@@ -30,3 +34,18 @@ def relink(cluster: Any, client: int = 1, server: int = 2) -> None:
     """
     cluster.unlink(client, server)
     cluster.link(client, server)
+
+
+def skip_without_nixl(items: list[Any], folder: str, needs: str,
+                      selected: Callable[[Any], bool] = lambda item: True) -> None:
+    """Mark the ``selected`` tests under ``folder`` skipped, with the reason, when NIXL does not import
+    (``needs``: what needs it)."""
+    from reference_impl.multiprocess import nixl_available
+
+    why = nixl_available()
+    if why is None:
+        return
+    mark = pytest.mark.skip(reason=f"NIXL is not installed ({NIXL_INSTALL}); {needs} ({why})")
+    for item in items:
+        if str(item.fspath).startswith(folder) and selected(item):
+            item.add_marker(mark)

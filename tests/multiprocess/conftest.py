@@ -11,10 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.node_helpers import fill_random, relink, snapshot
-
-SKIP_REASON = ("NIXL is not installed (pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1); "
-               "the multi-process backend needs it")
+from tests.node_helpers import fill_random, relink, skip_without_nixl, snapshot
 
 TIMEOUT_MS = 300
 SENTINEL = 0xA5
@@ -22,21 +19,8 @@ GUARD = 0xCC
 GUARD_BYTES = 64
 
 
-def _nixl_missing() -> str | None:
-    from reference_impl.multiprocess import nixl_available
-
-    return nixl_available()
-
-
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    why = _nixl_missing()
-    if why is None:
-        return
-    mark = pytest.mark.skip(reason=f"{SKIP_REASON} ({why})")
-    here = os.path.dirname(__file__)
-    for item in items:
-        if str(item.fspath).startswith(here):
-            item.add_marker(mark)
+    skip_without_nixl(items, os.path.dirname(__file__), "the multi-process backend needs it")
 
 
 def pool(nbytes: int = 1 << 22) -> str:

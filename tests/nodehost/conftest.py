@@ -8,26 +8,13 @@ from typing import Any
 
 import pytest
 
+from tests.node_helpers import skip_without_nixl
 from tests.nodehost.helpers import specs
-
-NIXL_SKIP = ("NIXL is not installed (pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1); the reference "
-             "behind the node host moves bytes with it")
-
-
-def nixl_missing() -> str | None:
-    from reference_impl.multiprocess import nixl_available
-
-    return nixl_available()
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    why = nixl_missing()
-    if why is None:
-        return
-    here = os.path.dirname(__file__)
-    for item in items:
-        if str(item.fspath).startswith(here) and item.get_closest_marker("nixl") is not None:
-            item.add_marker(pytest.mark.skip(reason=f"{NIXL_SKIP} ({why})"))
+    skip_without_nixl(items, os.path.dirname(__file__), "the reference behind the node host moves bytes with it",
+                      lambda item: item.get_closest_marker("nixl") is not None)
 
 
 def pytest_configure(config: Any) -> None:
