@@ -40,23 +40,22 @@ def certify(args: Sequence[str]) -> int:
 
     if any(a in ("-h", "--help") for a in args):
         return certify_help()
-    from .exitcodes import LAST_RUN
-
     # test IDs are always "conformance_tests/suite/test_<family>.py::...", wherever the kit is installed
     root = Path(conformance_tests.__file__).resolve().parent.parent
-    LAST_RUN.reset()
+    result = exitcodes.RunResult()  # the plugin fills it in: the kit's own exit code, beside pytest's
     try:
-        ret = int(pytest.main([*CERTIFY_ARGS, f"--rootdir={root}", *args, *_explore_seed(args)]))
+        argv = [*CERTIFY_ARGS, f"--rootdir={root}", *args, *_explore_seed(args)]
+        ret = int(pytest.main(argv, plugins=[result]))
     except KeyboardInterrupt:
         print("push-cache-kit: interrupted before the run could report", file=sys.stderr)
-        return exitcodes.PARTIAL if LAST_RUN.code is None else LAST_RUN.code
+        return exitcodes.PARTIAL if result.code is None else result.code
     except Exception:  # noqa: BLE001 - anything escaping pytest is the kit's fault, never a verdict
         import traceback
 
         traceback.print_exc()
         print("push-cache-kit: internal error", file=sys.stderr)
         return exitcodes.INTERNAL_ERROR
-    return kit_exit_code(ret, LAST_RUN.code, LAST_RUN.internal_error)
+    return kit_exit_code(ret, result.code, result.internal_error)
 
 
 def kit_exit_code(pytest_code: int, session_code: int | None, internal_error: bool = False) -> int:
@@ -81,7 +80,7 @@ def certify_help() -> int:
     """``certify --help``: the kit's own options and exit codes first, then pytest's options."""
     import pytest
 
-    from .plugin import OPTIONS
+    from .options import OPTIONS
 
     parser = argparse.ArgumentParser(
         prog="python -m conformance_tests certify",

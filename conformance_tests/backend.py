@@ -24,11 +24,9 @@ DEFAULT_BACKEND = "reference"
 #: members every backend object must have (attributes, then callables)
 BACKEND_ATTRS = ("name", "version")
 BACKEND_METHODS = ("capabilities", "open_cluster")
-CLUSTER_METHODS = ("node", "link", "unlink", "close")
 NODE_ATTRS = ("cluster_id", "api", "cache_manager")
 NODE_METHODS = ("write_tensor", "read_tensor")
 RAW_MEMORY_METHODS = ("alloc_memory", "read_memory", "write_memory")
-FAULT_METHODS = ("inject",)
 #: optional node member: ``call_each(method, arg_lists)`` calls one of the node's observation methods
 #: (:data:`BATCHABLE`) once per argument list, in order, stopping at the first exception, and returns the
 #: results; a backend whose nodes live in other processes answers the per-tensor steps in one round trip
@@ -57,18 +55,6 @@ class Node(Protocol):
     def write_tensor(self, cache: Any, index: int, data: np.ndarray) -> None: ...
 
     def read_tensor(self, cache: Any, index: int) -> np.ndarray: ...
-
-
-class RawMemoryNode(Node, Protocol):
-    def alloc_memory(self, placement: str, nbytes: int) -> int: ...
-
-    def read_memory(self, addr: int, nbytes: int) -> np.ndarray: ...
-
-    def write_memory(self, addr: int, data: np.ndarray) -> None: ...
-
-
-class FaultNode(Node, Protocol):
-    def inject(self, fault: Mapping[str, Any]) -> None: ...
 
 
 @runtime_checkable

@@ -1,7 +1,7 @@
 """The kit's one timeout mechanism: every wait on the backend is bounded by a deadline.
 
-The plugin sets the running test's deadline (a little inside its pytest-timeout bound) before each test.
-A backend call is bounded by the sooner of that deadline and the call's own bound (a push that must return
+The run context holds one :class:`Deadlines`; the plugin sets the running test's deadline (a little inside its
+pytest-timeout bound) before each test. A backend call is bounded by the sooner of that deadline and the call's own bound (a push that must return
 within its sync_kv_timeout):
 
 * an isolated backend (``conformance_tests.isolation``) enforces the bound in the kit's process: when it
@@ -23,34 +23,6 @@ from typing import Any
 DEFAULT_BOUND_S = 60.0
 
 
-class _TestDeadline(threading.local):
-    until: float | None = None
-    call_bound: float | None = None
-
-
-_STATE = _TestDeadline()
-_TEST_UNTIL: list[float | None] = [None]  # shared by every thread of the test (its own threads included)
-
-
-def start_test(seconds: float | None) -> None:
-    """The running test must be over ``seconds`` from now (None: no bound of its own)."""
-    _TEST_UNTIL[0] = None if not seconds else time.monotonic() + float(seconds)
-
-
-def end_test() -> None:
-    _TEST_UNTIL[0] = None
-
-
-def remaining(bound: float | None = None) -> float:
-    """Seconds left for a wait that may take at most ``bound``: the sooner of the bound and the test's end."""
-    limits = [b for b in (bound, _STATE.call_bound) if b is not None]
-    until = _TEST_UNTIL[0]
-    if until is not None:
-        limits.append(until - time.monotonic())
-    left = min(limits) if limits else DEFAULT_BOUND_S
-    return max(0.0, left)
-
-
 class Hung(Exception):
     """The call did not return within its bound."""
 
@@ -59,37 +31,64 @@ class Hung(Exception):
         self.seconds = seconds
 
 
-@contextmanager
-def bounded(seconds: float | None) -> Iterator[None]:
-    """Every request to an isolated backend inside the block waits at most ``seconds`` (and the test's deadline)."""
-    previous = _STATE.call_bound
-    _STATE.call_bound = remaining(seconds)
-    try:
-        yield
-    finally:
-        _STATE.call_bound = previous
+class _CallBound(threading.local):
+    seconds: float | None = None
 
 
-def call(fn: Callable[..., Any], *args: Any, bound: float | None = None, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` within ``bound`` seconds (and the test's deadline); raises :class:`Hung`."""
-    limit = remaining(bound)
-    if getattr(fn, "bounded_by_caller", False):
-        # an isolated backend's method: the kit's process waits on its reply with this bound
-        with bounded(limit):
-            return fn(*args, **kwargs)
-    box: dict[str, Any] = {}
+class Deadlines:
+    """The deadlines of one run: the running test's (shared by every thread of the test, its own threads
+    included) and, per thread, the bound of the wait in progress."""
 
-    def run() -> None:
+    def __init__(self) -> None:
+        self._test_until: float | None = None
+        self._call = _CallBound()
+
+    def start_test(self, seconds: float | None) -> None:
+        """The running test must be over ``seconds`` from now (None: no bound of its own)."""
+        self._test_until = None if not seconds else time.monotonic() + float(seconds)
+
+    def end_test(self) -> None:
+        self._test_until = None
+
+    def remaining(self, bound: float | None = None) -> float:
+        """Seconds left for a wait that may take at most ``bound``: the sooner of the bound and the test's end."""
+        limits = [b for b in (bound, self._call.seconds) if b is not None]
+        if self._test_until is not None:
+            limits.append(self._test_until - time.monotonic())
+        left = min(limits) if limits else DEFAULT_BOUND_S
+        return max(0.0, left)
+
+    @contextmanager
+    def bounded(self, seconds: float | None) -> Iterator[None]:
+        """Every request to an isolated backend inside the block waits at most ``seconds`` (and the test's
+        deadline)."""
+        previous = self._call.seconds
+        self._call.seconds = self.remaining(seconds)
         try:
-            box["result"] = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            box["exc"] = exc
+            yield
+        finally:
+            self._call.seconds = previous
 
-    t = threading.Thread(target=run, daemon=True, name=f"bounded {getattr(fn, '__name__', 'call')}")
-    t.start()
-    t.join(limit)
-    if t.is_alive():
-        raise Hung(limit)
-    if "exc" in box:
-        raise box["exc"]
-    return box.get("result")
+    def call(self, fn: Callable[..., Any], *args: Any, bound: float | None = None, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` within ``bound`` seconds (and the test's deadline); raises :class:`Hung`."""
+        limit = self.remaining(bound)
+        if getattr(fn, "bounded_by_caller", False):
+            # an isolated backend's method: the kit's process waits on its reply with this bound
+            with self.bounded(limit):
+                return fn(*args, **kwargs)
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["result"] = fn(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                box["exc"] = exc
+
+        t = threading.Thread(target=run, daemon=True, name=f"bounded {getattr(fn, '__name__', 'call')}")
+        t.start()
+        t.join(limit)
+        if t.is_alive():
+            raise Hung(limit)
+        if "exc" in box:
+            raise box["exc"]
+        return box.get("result")

@@ -1,7 +1,7 @@
 """The exit codes of ``python -m conformance_tests certify`` (and of pytest runs with the kit's plugin).
 
 Each code has exactly one meaning.  The README's "## Exit codes" table is checked against ``EXIT_CODES`` by a
-self-test (``tests/suite/test_verdicts.py``), and ``certify --help`` prints the same table.
+self-test (``tests/kit/test_verdicts.py``), and ``certify --help`` prints the same table.
 
 Precedence, when more than one applies: usage error, adapter error, internal error (including "the reports
 could not be written"), not certified, partial, certified with waivers, certified.  A partial run that found a
@@ -10,7 +10,7 @@ blocking failure exits 1: a defect found is a defect, however few tests ran.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 CERTIFIED = 0
@@ -64,25 +64,15 @@ def text_table() -> str:
     return "\n".join(f"  {e.code}  {e.name:<23} {e.meaning}" for e in EXIT_CODES) + "\n"
 
 
-@dataclass
+@dataclass(eq=False)  # a plugin object: pluggy keeps plugins in a set
 class RunResult:
-    """What the last pytest session decided, for the certify CLI (pytest's own exit codes overlap the kit's).
+    """What a pytest session decided, for whoever started it (pytest's own exit codes overlap the kit's).
 
-    The plugin fills it in; it lives here so that the CLI can read it without importing the plugin (and with
-    it hypothesis) before pytest starts, which would keep pytest from rewriting those modules' asserts.
+    The certify CLI passes one to ``pytest.main`` as a plugin; the kit's plugin finds it among the registered
+    plugins and fills it in. It lives here so that the CLI can read it without importing the plugin (and with it hypothesis)
+    before pytest starts, which would keep pytest from rewriting those modules' asserts.
     """
 
     code: int | None = None
     internal_error: bool = False
     report_dir: str | None = None
-    # seen by hooks that get neither the config nor the session
-    collection_errors: list[str] = field(default_factory=list)
-    interrupts: list[str] = field(default_factory=list)
-
-    def reset(self) -> None:
-        self.code, self.internal_error, self.report_dir = None, False, None
-        self.collection_errors.clear()
-        self.interrupts.clear()
-
-
-LAST_RUN = RunResult()

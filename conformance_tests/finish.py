@@ -1,5 +1,6 @@
 """The end of a run: the report's header and completeness, the verdict's exit code, the report folders and
-files, and the terminal summary. The plugin's ``pytest_sessionfinish`` and ``pytest_terminal_summary`` call it."""
+files, and the terminal summary (the :class:`Finish` plugin), and what an interrupt or an internal error
+leaves for them."""
 
 from __future__ import annotations
 
@@ -17,11 +18,9 @@ from .profiles import CERTIFY_EXAMPLES
 from .selection import WHY_DESELECTED, WHY_NOT_RUN, selection_problems
 
 if TYPE_CHECKING:
-    from .plugin import State
+    from .state import RunState as State
 
 SUITE_NAME = "push-cache-conformance"
-#: what the last session decided, for the certify CLI
-LAST_RUN = exitcodes.LAST_RUN
 
 
 def backend_display_name(backend: Any) -> str:
@@ -62,10 +61,8 @@ def summary_line(message: str | None) -> str:
 
 
 
-
 def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
-    ctx = state.ctx
-    assert ctx is not None
+    ctx = state.run
     b = ctx.backend
     try:
         import numpy
@@ -85,7 +82,7 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
         "suite": {"name": SUITE_NAME, "version": suite_version},
         "spec": {"version": ctx.release, "sha256": ctx.spec.sha256, "path": str(ctx.spec.path)},
         "backend": {"name": backend_display_name(b), "version": str(getattr(b, "version", "?")),
-                    "spec": ctx.backend_spec, "capabilities": ctx.caps},
+                    "spec": ctx.target, "capabilities": dict(ctx.caps)},
         "environment": {"python": platform.python_version(), "numpy": numpy_version,
                         "platform": platform.platform(), "hostname": socket.gethostname()},
         "run": {
@@ -108,15 +105,9 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
 
 
 def clause_rows(state: State) -> list[dict[str, Any]]:
-    assert state.ctx is not None
-    return [{"id": c.id, "level": c.level, "family": c.family, "title": c.title,
+    return [{"id": c.id, "level": c.level.value, "family": c.family, "title": c.title,
              **({"deviation": c.deviation} if c.deviation else {})}
-            for c in state.ctx.selected.clauses]
-
-
-def uncovered(state: State) -> list[str]:
-    assert state.ctx is not None
-    return [c.id for c in state.ctx.selected.clauses if c.id not in state.covered]
+            for c in state.run.selected.clauses]
 
 
 def fallback_verdict(rows: list[dict[str, Any]], clauses: list[dict[str, Any]]) -> dict[str, Any]:
@@ -128,10 +119,9 @@ def fallback_verdict(rows: list[dict[str, Any]], clauses: list[dict[str, Any]]) 
 
 def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict[str, Any]:
     """Whether the run was full, and if not, why not and which tests were left out (see reports/README.md)."""
-    assert state.ctx is not None
     config = session.config
     reasons = selection_problems(config)
-    spec = state.ctx.spec
+    spec = state.run.spec
     custom = state.packaged_sha256 is None or spec.sha256 != state.packaged_sha256
     if custom:
         reasons.append(f"custom spec {spec.path} (sha256 {spec.sha256[:12]}, the packaged spec's is "
@@ -144,14 +134,14 @@ def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict
                        f"fewer than certification's {CERTIFY_EXAMPLES}")
     if state.deselected and not any(r.startswith(("-k ", "-m ", "--lf", "--deselect")) for r in reasons):
         reasons.append(f"{len(state.deselected)} test(s) deselected by a plugin")
-    if LAST_RUN.collection_errors:
-        reasons.append("collection errors in " + ", ".join(LAST_RUN.collection_errors))
+    if state.collection_errors:
+        reasons.append("collection errors in " + ", ".join(state.collection_errors))
     interrupted = None
     if state.out_of_time:
         interrupted = state.out_of_time
         reasons.append(f"stopped early: {state.out_of_time}")
-    elif LAST_RUN.interrupts or exitstatus == pytest.ExitCode.INTERRUPTED:
-        interrupted = "; ".join(LAST_RUN.interrupts) or str(session.shouldstop or "interrupted")
+    elif state.interrupts or exitstatus == pytest.ExitCode.INTERRUPTED:
+        interrupted = "; ".join(state.interrupts) or str(session.shouldstop or "interrupted")
         reasons.append(f"interrupted: {interrupted}")
     elif exitstatus == pytest.ExitCode.INTERNAL_ERROR:
         interrupted = "internal error"
@@ -203,9 +193,8 @@ def expectations_input(state: State) -> dict[str, Any]:
 
 def finish(session: pytest.Session, state: State, exitstatus: int) -> None:
     config = session.config
-    assert state.ctx is not None
     if exitstatus == pytest.ExitCode.USAGE_ERROR:
-        state.exit_code = LAST_RUN.code = session.exitstatus = exitcodes.USAGE_ERROR
+        state.exit_code = state.result.code = session.exitstatus = exitcodes.USAGE_ERROR
         return
     # in collection order, however the tests were scheduled (pytest-xdist finishes them in any order)
     position = {n: i for i, n in enumerate(state.selected)}
@@ -227,9 +216,9 @@ def finish(session: pytest.Session, state: State, exitstatus: int) -> None:
             state.report = {"verdict": fallback_verdict(rows, clauses)}
         else:
             if not config.getoption("no_reports"):
-                full_dir = state.full_dir or full_folder(config, state.ctx.backend)
+                full_dir = state.full_dir or full_folder(config, state.run.backend)
                 partial = bool(state.report["verdict"].get("partial"))
-                out_dir = partial_folder(config, state.ctx.backend, full_dir) if partial else full_dir
+                out_dir = partial_folder(config, state.run.backend, full_dir) if partial else full_dir
                 state.report_dir = out_dir
                 try:
                     paths = write_reports(state.report, out_dir)
@@ -239,22 +228,22 @@ def finish(session: pytest.Session, state: State, exitstatus: int) -> None:
                 if partial and out_dir != full_dir and holds_full_report(full_dir):
                     state.kept_full = full_dir
     code = exit_code_for(state.report.get("verdict", {}), state.report_problem)
-    if exitstatus == pytest.ExitCode.INTERNAL_ERROR or LAST_RUN.internal_error:
+    if exitstatus == pytest.ExitCode.INTERNAL_ERROR or state.result.internal_error:
         code = exitcodes.INTERNAL_ERROR
     state.exit_code = code
-    LAST_RUN.code = code
-    LAST_RUN.report_dir = str(state.report_dir) if state.report_dir is not None else None
+    state.result.code = code
+    state.result.report_dir = str(state.report_dir) if state.report_dir is not None else None
     session.exitstatus = code
 
 
-def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State | None) -> None:
-    if state is None or state.ctx is None or config.option.collectonly or state.report is None:
+def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State) -> None:
+    if config.option.collectonly or state.report is None:
         return
     tr = terminalreporter
     report = state.report
     tr.section("push_cache conformance")
     if state.full_selection:
-        missing = uncovered(state)
+        missing = state.uncovered()
         tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))
     else:
         tr.write_line("uncovered clauses: not computed (this run selects a subset of the suite)")
@@ -289,8 +278,8 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State 
     if kept is not None:
         tr.write_line(f"the last full report in {kept} is kept (a partial run never overwrites it)")
     verdict = report.get("verdict", {})
-    b = state.ctx.backend
-    who = f"backend {backend_display_name(b)} {getattr(b, 'version', '?')} against spec {state.ctx.release}"
+    b = state.run.backend
+    who = f"backend {backend_display_name(b)} {getattr(b, 'version', '?')} against spec {state.run.release}"
     blocking = verdict.get("blocking") or []
     line = f"verdict: {verdict.get('label', '?')} — {who}"
     if verdict.get("label") == "CERTIFIED WITH WAIVERS":
@@ -303,3 +292,34 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State 
     if state.exit_code is not None:
         meaning = exitcodes.BY_CODE.get(state.exit_code)
         tr.write_line(f"exit code: {state.exit_code} ({meaning.name if meaning else '?'})")
+
+
+class Finish:
+    """The end of a run: the report and the exit code, the terminal summary; interrupts and internal errors."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        text = str(excinfo.value).strip()
+        self.state.interrupts.append(f"{excinfo.typename}: {text}" if text else excinfo.typename)
+
+    def pytest_internalerror(self, excrepr: Any, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.state.result.internal_error = True
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        state = self.state
+        if session.config.option.collectonly or state.is_worker:
+            return
+        try:
+            finish(session, state, exitstatus)
+        except Exception as exc:  # noqa: BLE001 - never let a kit bug read as a verdict
+            import traceback
+
+            traceback.print_exc()
+            state.report_problem = f"the kit failed while finishing the run: {type(exc).__name__}: {exc}"
+            state.result.internal_error = True
+            state.exit_code = state.result.code = session.exitstatus = exitcodes.INTERNAL_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        terminal_summary(terminalreporter, config, self.state)

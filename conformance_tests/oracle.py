@@ -11,23 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-
-
-class OracleError(Exception):
-    """The spec lacks a fact the oracle needs (for example a DataType without a size)."""
-
-
-def element_size(data_type: str, types: Mapping[str, object]) -> int:
-    """Bytes per element of ``data_type``, read from the spec's ``types.DataType`` table."""
-    table: Any = types.get("DataType") or {}
-    members = table.get("members") or {}
-    entry = members.get(data_type)
-    if not isinstance(entry, Mapping) or not isinstance(entry.get("size"), int):
-        raise OracleError(f"the spec's DataType table gives no size for {data_type!r}")
-    return int(entry["size"])
 
 
 @dataclass(frozen=True)

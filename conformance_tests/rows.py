@@ -16,9 +16,6 @@ from typing import Any
 #: the user property that carries a phase's row data
 PROPERTY = "push_cache_row"
 
-#: outcomes whose row keeps a reproduction script
-WITH_REPRO = ("failed", "incompatible", "xfailed", "error")
-
 
 def plain(value: Any) -> Any:
     """``value`` as JSON data (pytest-xdist serializes user properties; dates and the like become text)."""

@@ -6,13 +6,14 @@ Exit status: 0 listed (possibly nothing), 2 bad spec or bad arguments (one line 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
 from typing import TextIO
 
-from conformance_tests.spec import FAMILIES, LEVELS, Clause, Spec, SpecError, describe_expect, load_spec
+from conformance_tests.spec import LEVELS, Clause, Spec, SpecError, families, load_spec
 
 COLUMNS = ("ID", "LEVEL", "FAMILY", "SINCE", "UNTIL", "EXPECT")
 
@@ -24,8 +25,8 @@ def build_parser(prog: str = "push-cache-kit clauses") -> argparse.ArgumentParse
                         help="only clauses that hold in this release (since <= NAME < until)")
     parser.add_argument("--level", action="append", choices=LEVELS, metavar="LEVEL",
                         help=f"only this level ({'|'.join(LEVELS)}); repeatable")
-    parser.add_argument("--family", action="append", choices=FAMILIES, metavar="FAMILY",
-                        help=f"only this family ({'|'.join(FAMILIES)}); repeatable")
+    parser.add_argument("--family", action="append", choices=families(), metavar="FAMILY",
+                        help=f"only this family ({'|'.join(families())}); repeatable")
     parser.add_argument("--format", choices=("table", "json", "markdown"), default="table",
                         help="output format (default: table)")
     return parser
@@ -33,34 +34,34 @@ def build_parser(prog: str = "push-cache-kit clauses") -> argparse.ArgumentParse
 
 def select(spec: Spec, levels: Sequence[str] | None = None, families: Sequence[str] | None = None) -> list[Clause]:
     return [c for c in spec.clauses
-            if (not levels or c.level in levels) and (not families or c.family in families)]
+            if (not levels or c.level.value in levels) and (not families or c.family in families)]
 
 
 def clause_row(clause: Clause) -> dict[str, object]:
     return {
         "id": clause.id,
         "title": clause.title,
-        "level": clause.level,
+        "level": clause.level.value,
         "family": clause.family,
         "since": clause.since,
         "until": clause.until,
-        "outcome": describe_expect(clause.expect),
-        "expect": clause.expect,
+        "outcome": clause.expect.describe(),
+        "expect": clause.expect.as_data(),
         "refines": clause.refines,
         "requires": list(clause.requires),
         "deviation": clause.deviation,
-        "source": clause.source,
+        "source": {k: v for k, v in dataclasses.asdict(clause.source).items() if v is not None},
         "cases": [case.name for case in clause.cases],
     }
 
 
 def _cells(clause: Clause) -> tuple[str, ...]:
-    return (clause.id, clause.level, clause.family, clause.since or "-", clause.until or "-",
-            describe_expect(clause.expect))
+    return (clause.id, clause.level.value, clause.family, clause.since or "-", clause.until or "-",
+            clause.expect.describe())
 
 
 def _summary(clauses: Sequence[Clause]) -> str:
-    counts = Counter(c.level for c in clauses)
+    counts = Counter(c.level.value for c in clauses)
     parts = ", ".join(f"{level}: {counts[level]}" for level in LEVELS)
     return f"{len(clauses)} clause(s) ({parts})"
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-LEVEL_RANK = {"must": 0, "should": 1, "may": 2}
+from .spec import CacheSpec, Level, Scenario, Spec
+from .spec.value_language import CacheIdRef, ClusterRef, KeyOf, Lit, RangeOf, ValueExpr
 
 
 class GenerationError(Exception):
@@ -29,12 +30,9 @@ class Side:
     placement: str
     register: bool
 
-    def desc(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"num_tensors": self.num_tensors, "shape": list(self.shape),
-                               "data_type": self.data_type, "placement": self.placement}
-        if self.register:
-            out["register"] = True
-        return out
+    def desc(self) -> CacheSpec:
+        return CacheSpec(self.num_tensors, self.shape, self.data_type, self.placement,
+                         register=True if self.register else None)
 
 
 @dataclass(frozen=True)
@@ -52,18 +50,23 @@ class Layout:
     seed: int = 0
     notes: tuple[str, ...] = field(default=())
 
-    def scenario_override(self) -> dict[str, Any]:
-        return {"src": self.src.desc(), "dst": self.dst.desc(), "link": True}
+    def scenario(self, baseline: Scenario) -> Scenario:
+        """The baseline scenario with this layout's caches, linked."""
+        return baseline.with_(src=self.src.desc(), dst=self.dst.desc(), link=True)
 
-    def args(self, params: Sequence[str]) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "dst_cache_key": {"key": "CacheKeyByIdAndIndex", "cluster": "remote", "cache": "dst",
-                              "batch": self.dst_batch_index},
-            "src_batch_index": self.src_batch_index,
-            "src_layer_range": None if self.src_range is None else {"range": list(self.src_range)},
-            "dst_layer_range": None if self.dst_range is None else {"range": list(self.dst_range)},
-            "size": self.size,
-            "tensor_num_per_layer": self.tnpl,
+    def args(self, params: Sequence[str]) -> dict[str, ValueExpr]:
+        """The push's arguments (those the release takes), in the case value language."""
+        def rng(r: tuple[int, ...] | None) -> ValueExpr:
+            return Lit(None) if r is None else RangeOf(tuple(Lit(b) for b in r))
+
+        out: dict[str, ValueExpr] = {
+            "dst_cache_key": KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"), CacheIdRef("dst"),
+                                   Lit(self.dst_batch_index)),
+            "src_batch_index": Lit(self.src_batch_index),
+            "src_layer_range": rng(self.src_range),
+            "dst_layer_range": rng(self.dst_range),
+            "size": Lit(self.size),
+            "tensor_num_per_layer": Lit(self.tnpl),
         }
         return {k: v for k, v in out.items() if k == "dst_cache_key" or k in params}
 
@@ -96,35 +99,28 @@ class Domain:
     has_tnpl: bool  # the release has tensor_num_per_layer (else one layer is two tensors)
 
 
-def _bounds(gen: Mapping[str, Any], name: str, default: tuple[int, int] | None = None) -> tuple[int, int]:
-    b = gen.get(name)
-    if b is None:
-        if default is None:
-            raise GenerationError(f"the spec's generation section has no {name} bounds")
-        return default
-    return int(b["min"]), int(b["max"])
-
-
-def domain(spec: Any, level: str, caps: Mapping[str, Any], params: Sequence[str]) -> Domain:
-    """The drawing domain for a clause of ``level`` on a backend with ``caps``."""
-    gen = getattr(spec, "generation", None) or {}
-    if not gen:
+def domain(spec: Spec, level: Level, caps: Mapping[str, Any], params: Sequence[str]) -> Domain:
+    """The drawing domain for a clause of ``level`` on a backend with ``caps``: the spec's generation bounds, its
+    documented data types, and the placement pairs of ``level``'s rank or stricter that the backend declares."""
+    gen = spec.generation
+    if gen is None:
         raise GenerationError("the spec has no generation section (bounds for drawn layouts)")
-    members = ((spec.types.get("DataType") or {}).get("members") or {})
-    dtypes = {n: int(m["size"]) for n, m in members.items()
-              if isinstance(m, Mapping) and isinstance(m.get("size"), int) and m.get("size_source") != "vendor"}
+    table = spec.types.enums.get("DataType")
+    dtypes = {n: m.size for n, m in (table.members.items() if table else ())
+              if isinstance(m.size, int) and m.size_source != "vendor"}
     if not dtypes:
         raise GenerationError("the spec's DataType table has no member with a documented size")
     declared = set(caps.get("placements") or ["DEVICE"])
-    pairs = ((spec.types.get("transfers") or {}).get("pairs") or [])
-    transfers = tuple((p["src"], p["dst"]) for p in pairs
-                      if LEVEL_RANK.get(p.get("level", "must"), 0) <= LEVEL_RANK[level]
-                      and p["src"] in declared and p["dst"] in declared)
+    transfers = tuple((p.src, p.dst) for p in spec.types.transfers
+                      if p.level.rank <= level.rank and p.src in declared and p.dst in declared)
     if not transfers:
         transfers = (("DEVICE", "DEVICE"),) if "DEVICE" in declared else ((sorted(declared)[0],) * 2,)  # type: ignore[assignment]
-    lay = _bounds(gen, "layers")
-    return Domain(tuple(dtypes), dtypes, transfers, _bounds(gen, "rank"), _bounds(gen, "batch"), lay,
-                  _bounds(gen, "tensors", (lay[0], lay[1] * 2)), _bounds(gen, "tensor_bytes"),
+
+    def pair(b: Any) -> tuple[int, int]:
+        return b.min, b.max
+
+    return Domain(tuple(dtypes), dtypes, transfers, pair(gen.rank), pair(gen.batch), pair(gen.layers),
+                  pair(gen.tensors), pair(gen.tensor_bytes),
                   bool(caps.get("raw_memory")) and bool(caps.get("register_cache")),
                   "tensor_num_per_layer" in params)
 

@@ -8,8 +8,6 @@ can ask what changed anywhere, on any node.
 
 from __future__ import annotations
 
-import copy
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,12 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from . import deadlines, session
 from .backend import call_each, capability_supported
+from .context import RunContext
+from .deadlines import Hung
 from .errors import HarnessError
 from .isolation.executor import BackendLost
-from .oracle import CacheLayout, element_size
+from .oracle import CacheLayout, diff
 from .recorder import Recorder, lit
+from .spec import CacheSpec, Fault, Scenario
+from .spec.value_language import CacheIdRef, ClusterRef, KeyOf, Lit, ValueExpr
 from .values import ABSENT, DecodeContext, Deferred, SpecValueError, Value, decode, materialise
 
 SENTINEL = 0xA5
@@ -39,50 +40,6 @@ def describe_exception(exc: BaseException) -> str:
         text = text[:200] + "…"
     extra = f" status_code={status}" if status is not None else ""
     return f"{type(exc).__name__}({text!r}){extra}"
-
-
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any] | None) -> dict[str, Any]:
-    out = copy.deepcopy(dict(base))
-    for key, value in (override or {}).items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def scenario_for(spec: Any, clause: Any = None, case: Any = None) -> dict[str, Any]:
-    """The baseline scenario merged with the clause's and the case's overrides."""
-    scen = deep_merge(spec.scenario, getattr(clause, "scenario", None) or {})
-    return deep_merge(scen, getattr(case, "scenario", None) or {})
-
-
-def node_spec(desc: Mapping[str, Any]) -> dict[str, Any]:
-    """A protocol node spec; an option set to None in a scenario override is left out."""
-    options = {str(k): _opt(v) for k, v in (desc.get("options") or {}).items() if v is not None}
-    return {"cluster_id": int(desc["cluster_id"]), "role": str(desc.get("role", "PROMPT")), "options": options}
-
-
-def _opt(v: Any) -> str:
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    if isinstance(v, (dict, list)):
-        return json.dumps(v)
-    return str(v)
-
-
-def scenario_needs(scenario: Mapping[str, Any]) -> list[str]:
-    """Capabilities a scenario needs from the backend (placements and registered memory of its caches)."""
-    need = []
-    for name in ("src", "dst"):
-        desc = scenario.get(name) or {}
-        if desc.get("placement"):
-            need.append(f"placements.{desc['placement']}")
-        if desc.get("register"):
-            need += ["register_cache", "raw_memory"]
-        if desc.get("blocks"):
-            need.append("blocks_cache")
-    return need
 
 
 def missing_capabilities(caps: Mapping[str, Any], requires: Sequence[str]) -> list[str]:
@@ -174,29 +131,27 @@ class Freed:
 
 
 class Testbed:
-    """One scenario opened on a backend.  ``minimal`` opens only the cluster; ``guard`` (default) puts the
+    """One scenario opened on the run's backend.  ``minimal`` opens only the cluster; ``guard`` (default) puts the
     destination in registered memory with guard bands when the backend can (capabilities raw_memory and
     register_cache)."""
 
     __test__ = False  # not a pytest test class, whatever its name
 
-    def __init__(self, backend: Any, scenario: Mapping[str, Any], *, backend_spec: str = "reference",
-                 caps: Mapping[str, Any] | None = None, types: Mapping[str, Any] | None = None,
-                 params: Sequence[str] | None = None, seed: int = 0, guard: bool = True, minimal: bool = False,
-                 title: str = "", default_tnpl: int = 2, all_params: Sequence[str] = ()) -> None:
-        self.backend = backend
-        self.scenario = dict(scenario)
-        self.backend_spec = backend_spec
-        self.caps = dict(caps if caps is not None else backend.capabilities())
-        self.types = types or {}
-        self.params = tuple(params) if params is not None else ()
+    def __init__(self, run: RunContext, scenario: Scenario, *, seed: int = 0, guard: bool = True,
+                 minimal: bool = False, title: str = "") -> None:
+        self.run = run
+        self.backend = run.backend
+        self.scenario = scenario
+        self.caps = run.caps
+        self.types = run.spec.types
+        self.params = run.params
         # every parameter any release's signature names, in the spec's order (the call is written in it)
-        self.all_params = tuple(all_params) or self.params
+        self.all_params = run.spec.all_parameters()
+        self.default_tnpl = run.default_tnpl
         self.seed = seed
         self.want_guard = guard
         self.minimal = minimal
         self.label = title  # for people only (the smoke check names itself)
-        self.default_tnpl = default_tnpl
         self.rec = Recorder()
         self.cluster: Any = None
         self.local: Any = None
@@ -207,12 +162,12 @@ class Testbed:
         self.freed: list[Freed] = []
         self.src: CacheInfo | None = None
         self.dst: CacheInfo | None = None
-        self.local_id = int(self.scenario["local"]["cluster_id"])
-        self.remote_id = int(self.scenario["remote"]["cluster_id"])
+        self.local_id = scenario.local.cluster_id
+        self.remote_id = scenario.remote.cluster_id
         self._extra: dict[str, Value] = {}
         self._closed = False
         self.dead: set[str] = set()  # nodes killed by an injected fault: their memory can no longer be observed
-        session.RECORDER.world = self
+        run.last_testbed = self
 
     # ------------------------------------------------------------------------------------------ set-up
 
@@ -226,7 +181,7 @@ class Testbed:
 
     def open(self) -> Testbed:
         scen = self.scenario
-        specs = [node_spec(scen["local"]), node_spec(scen["remote"])] + [node_spec(n) for n in scen.get("nodes") or []]
+        specs = [scen.local.protocol(), scen.remote.protocol()]
         backend = self.rec.bind("backend", self.backend)
         self.cluster = self._step("open_cluster", self.rec.invoke, "cluster", backend, "open_cluster", lit(specs))
         cluster = Value(self.cluster, "cluster")
@@ -235,11 +190,11 @@ class Testbed:
         self.api = self.rec.let("api", "local.api").obj
         if self.minimal:
             return self
-        self.src = self.make_cache("src", "local", scen["src"])
-        self.dst = self.make_cache("dst", "remote", scen["dst"], guard=self.want_guard)
+        self.src = self.make_cache("src", "local", scen.src)
+        self.dst = self.make_cache("dst", "remote", scen.dst, guard=self.want_guard)
         self.fill_random(self.src)
         self.fill_sentinel(self.dst)
-        if scen.get("link", True):
+        if scen.link:
             self.link()
         return self
 
@@ -249,30 +204,36 @@ class Testbed:
     def can_register(self) -> bool:
         return bool(self.caps.get("raw_memory")) and bool(self.caps.get("register_cache"))
 
-    def layout(self, desc: Mapping[str, Any]) -> CacheLayout:
-        return CacheLayout(int(desc["num_tensors"]), tuple(int(d) for d in desc["shape"]),
-                           element_size(str(desc["data_type"]), self.types))
+    def layout(self, desc: CacheSpec) -> CacheLayout:
+        size = self.types.element_size(desc.data_type)
+        if size is None:
+            raise HarnessError("CacheDesc", f"the spec's DataType table gives no size for {desc.data_type!r}")
+        return CacheLayout(desc.num_tensors, desc.shape, size)
 
-    def desc_value(self, node_name: str, desc: Mapping[str, Any]) -> Value:
+    def desc_value(self, node_name: str, desc: CacheSpec) -> Value:
+        """``api.CacheDesc(...)`` for ``desc``, built through the node's api (and the code that builds it)."""
         napi = "api" if node_name == "local" else f"{node_name}.api"
-        extra = f", batch_dim_index={int(desc['batch_dim_index'])}" if "batch_dim_index" in desc else ""
-        code = (f"{napi}.CacheDesc({int(desc['num_tensors'])}, {[int(d) for d in desc['shape']]!r}, "
-                f"{napi}.DataType.{desc['data_type']}, {napi}.Placement.{desc['placement']}{extra})")
         if node_name != "local":
             self.rec.ns.setdefault(node_name, self.node(node_name))
+        extra = {} if desc.batch_dim_index is None else {"batch_dim_index": desc.batch_dim_index}
+        code = (f"{napi}.CacheDesc({desc.num_tensors}, {list(desc.shape)!r}, {napi}.DataType.{desc.data_type}, "
+                f"{napi}.Placement.{desc.placement}" + "".join(f", {k}={v}" for k, v in extra.items()) + ")")
         try:
-            return Value(eval(code, self.rec.ns), code)  # noqa: S307 - composed above from spec data
+            api = self.node(node_name).api
+            obj = api.CacheDesc(desc.num_tensors, list(desc.shape), getattr(api.DataType, desc.data_type),
+                                getattr(api.Placement, desc.placement), **extra)
         except Exception as exc:
             raise HarnessError("CacheDesc", f"{code}: {describe_exception(exc)}") from exc
+        return Value(obj, code)
 
-    def make_cache(self, name: str, node_name: str, desc: Mapping[str, Any], *, guard: bool = False) -> CacheInfo:
-        """Allocate a cache on ``node_name``, or register raw memory for it (``register: true`` in the desc, or
+    def make_cache(self, name: str, node_name: str, desc: CacheSpec, *, guard: bool = False) -> CacheInfo:
+        """Allocate a cache on ``node_name``, or register raw memory for it (``register`` in the desc, or
         ``guard`` on a backend that can: then guard bands surround every tensor)."""
         node = Value(self.node(node_name), node_name)
         layout = self.layout(desc)
-        placement = str(desc["placement"])
-        blocks = bool(desc.get("blocks"))
-        register = not blocks and bool(desc.get("register", guard and self.can_register()))
+        placement = desc.placement
+        register = not desc.blocks and bool(desc.register if desc.register is not None
+                                            else guard and self.can_register())
         dvalue = self.desc_value(node_name, desc)
         guarded = None
         region = None
@@ -289,15 +250,14 @@ class Testbed:
                        Value(np.full(total, GUARD, dtype=np.uint8), f"np.full({total}, {GUARD:#04x}, dtype=np.uint8)"))
             addrs = [mem + pad + i * step for i in range(layout.num_tensors)]
             region = (mem, total)
-            accessible = bool(desc.get("remote_accessible", True))
             cache = self._step(f"register_cache ({name})", self.rec.invoke, name, node, "cache_manager.register_cache",
                                dvalue, Value(addrs, f"[{name}_mem + {pad} + i * {step} for i in range({len(addrs)})]"),
-                               remote_accessible=lit(accessible))
+                               remote_accessible=lit(desc.remote_accessible))
             guarded = addrs
         else:
-            method = "allocate_blocks_cache" if blocks else "allocate_cache"
+            method = "allocate_blocks_cache" if desc.blocks else "allocate_cache"
             cache = self._step(f"{method} ({name})", self.rec.invoke, name, node, f"cache_manager.{method}", dvalue)
-        info = CacheInfo(name, node_name, cache, layout, str(desc["data_type"]), placement, guarded, region)
+        info = CacheInfo(name, node_name, cache, layout, desc.data_type, placement, guarded, region)
         self.caches[name] = info
         return info
 
@@ -333,11 +293,12 @@ class Testbed:
         self._step("cluster.unlink", self.rec.invoke, None, Value(self.cluster, "cluster"), "unlink",
                    lit(self.local_id), lit(self.remote_id))
 
-    def inject(self, node_name: str, fault: Mapping[str, Any]) -> None:
-        self._step(f"{node_name}.inject", self.rec.invoke, None, Value(self.node(node_name), node_name), "inject",
-                   lit(dict(fault)))
-        if fault.get("kind") == "kill_node":
-            self.dead.add(node_name)
+    def inject(self, fault: Fault) -> None:
+        """Inject ``fault`` on its node (a peer named by role is given as its cluster id)."""
+        self._step(f"{fault.node}.inject", self.rec.invoke, None, Value(self.node(fault.node), fault.node), "inject",
+                   lit(fault.protocol({"local": self.local_id, "remote": self.remote_id})))
+        if fault.kind == "kill_node":
+            self.dead.add(fault.node)
 
     def deallocate(self, name: str) -> None:
         """Free cache ``name``; with raw memory its old region stays watched (nothing may write there)."""
@@ -360,9 +321,9 @@ class Testbed:
             return
         self._closed = True
         try:
-            with deadlines.bounded(CLOSE_BOUND_S):  # looking the method up is a wait on the backend too
+            with self.run.deadlines.bounded(CLOSE_BOUND_S):  # looking the method up is a wait on the backend too
                 close = self.cluster.close
-            deadlines.call(close, bound=CLOSE_BOUND_S)
+            self.run.deadlines.call(close, bound=CLOSE_BOUND_S)
         except Exception:  # noqa: BLE001 - closing must not mask the test outcome (a hang included)
             pass
 
@@ -380,15 +341,13 @@ class Testbed:
 
     def context(self, tnpl: int) -> DecodeContext:
         assert self.src is not None and self.dst is not None
-        ids = {self.local_id, self.remote_id}
-        unlinked = int((self.scenario.get("unlinked") or {}).get("cluster_id", max(ids) + 1))
         dst_id = int(getattr(self.dst.cache, "cache_id", 0))
         return DecodeContext(api=self.api, num_layers=self.src.num_tensors // tnpl, num_tensors=self.src.num_tensors,
                              batch_size=self.src.batch, local_id=self.local_id, remote_id=self.remote_id,
-                             unlinked_id=unlinked, dst_cache_id=dst_id, unknown_cache_id=dst_id + 1000,
-                             cache_lookup=self._cache_value, dst_name=self.dst.name)
+                             unlinked_id=max(self.local_id, self.remote_id) + 1, dst_cache_id=dst_id,
+                             unknown_cache_id=dst_id + 1000, cache_lookup=self._cache_value, dst_name=self.dst.name)
 
-    def _cache_value(self, name: str, spec: Mapping[str, Any]) -> Value:
+    def _cache_value(self, name: str, placement: str | None) -> Value:
         if name == "src":
             assert self.src is not None
             return Value(self.src.cache, "src")
@@ -397,46 +356,49 @@ class Testbed:
             return Value(self.dst.cache, self.dst.name)
         if name == "blocks":
             assert self.src is not None
-            placement = str(spec.get("placement") or self.src.placement)
-            key = f"blocks_{placement}"
+            where = placement or self.src.placement
+            key = f"blocks_{where}"
             if key not in self._extra:
-                desc = {"num_tensors": self.src.num_tensors, "shape": self.src.shape,
-                        "data_type": self.src.data_type, "placement": placement}
+                desc = CacheSpec(self.src.num_tensors, tuple(self.src.shape), self.src.data_type, where)
                 cache = self._step("allocate_blocks_cache", self.rec.invoke, key, Value(self.local, "local"),
                                    "cache_manager.allocate_blocks_cache", self.desc_value("local", desc))
                 self._extra[key] = Value(cache, key)
             return self._extra[key]
         raise SpecValueError(f"unknown cache {name!r}")
 
-    def tnpl_for(self, call: Mapping[str, Any]) -> int:
-        t = call.get("tensor_num_per_layer", self.default_tnpl)
-        return t if isinstance(t, int) and not isinstance(t, bool) and t > 0 else self.default_tnpl
+    def tnpl_for(self, call: Mapping[str, ValueExpr]) -> int:
+        """The call's tensor_num_per_layer when it is a positive int literal, else the release's default."""
+        t = call.get("tensor_num_per_layer")
+        value = t.value if isinstance(t, Lit) else self.default_tnpl
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else self.default_tnpl
 
-    def call(self, args: Mapping[str, Any] | None = None, *, positional: bool = False, only_given: bool = False) -> Call:
-        """The baseline call (scenario ``call``) with ``args`` overriding it, decoded.  Baseline values are passed
-        only for parameters the release's signature has; ``only_given`` leaves out every parameter ``args`` does
-        not name (except dst_cache_key and src_cache), so the callee's defaults apply."""
+    def call(self, args: Mapping[str, ValueExpr] | None = None, *, positional: bool = False,
+             only_given: bool = False) -> Call:
+        """The baseline call (scenario ``call``) with ``args`` overriding it, resolved.  Baseline values are
+        passed only for parameters the release's signature has; ``only_given`` leaves out every parameter ``args``
+        does not name (except dst_cache_key and src_cache), so the callee's defaults apply."""
         assert self.dst is not None and self.src is not None
         args = dict(args or {})
-        base = {} if only_given else dict(self.scenario.get("call") or {})
+        base = {} if only_given else dict(self.scenario.call)
         merged = {**base, **args}
         ctx = self.context(self.tnpl_for(merged))
         values: dict[str, Value] = {}
         if "dst_cache_key" in args:
             values["dst_cache_key"] = decode(args["dst_cache_key"], ctx)
         else:
-            batch = decode(merged.get("dst_batch_index", 0), ctx)
-            values["dst_cache_key"] = decode({"key": "CacheKeyByIdAndIndex", "cluster": "remote", "cache": "dst",
-                                              "batch": batch.obj}, ctx)
+            # the baseline key: the remote node, the destination cache, the call's dst_batch_index
+            batch = decode(merged.get("dst_batch_index", Lit(0)), ctx)
+            values["dst_cache_key"] = decode(KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"),
+                                                   CacheIdRef("dst"), Lit(batch.obj)), ctx)
         values["src_cache"] = decode(args["src_cache"], ctx) if "src_cache" in args else Value(self.src.cache, "src")
         for name in self.all_params:
             if name in values:
                 continue
             if name in args or (name in base and name in self.params):
                 values[name] = decode(merged[name], ctx)
-        for name, raw in args.items():  # keywords push_cache does not declare (signature clauses)
+        for name, expr in args.items():  # keywords push_cache does not declare (signature clauses)
             if name not in values and name != "dst_batch_index":
-                values[name] = decode(raw, ctx)
+                values[name] = decode(expr, ctx)
         return Call(values, positional=positional)
 
     # ------------------------------------------------------------------------------------------ the call
@@ -445,8 +407,8 @@ class Testbed:
         """Run push_cache once (logged as the call under test); with ``bound`` a hang becomes an Outcome."""
         self.rec.lines += ["try:", f"    result = {call.code}", "except Exception as exc:  # noqa: BLE001",
                            "    outcome = exc", "else:", "    outcome = None"]
-        session.COUNTERS.push_calls += 1
-        session.COUNTERS.layouts.add(self.layout_key())
+        self.run.counters.push_calls += 1
+        self.run.counters.layouts.add(self.layout_key())
         start = time.monotonic()
         try:
             posargs, kwargs = call.build()
@@ -457,8 +419,8 @@ class Testbed:
             if bound is None:
                 result = fn(*posargs, **kwargs)
             else:
-                result = deadlines.call(fn, *posargs, bound=bound, **kwargs)
-        except deadlines.Hung:
+                result = self.run.deadlines.call(fn, *posargs, bound=bound, **kwargs)
+        except Hung:
             return Outcome(None, time.monotonic() - start, hung=True, started=start)
         except BackendLost as exc:
             if exc.hung:
@@ -535,8 +497,6 @@ class Testbed:
         return out
 
     def freed_violations(self) -> list[str]:
-        from .oracle import diff
-
         out = []
         for f in self.freed:
             if f.before and f.info.node_name not in self.dead:
@@ -545,6 +505,6 @@ class Testbed:
         return out
 
     def repro(self, header: str = "") -> str:
-        return self.rec.render(self.backend_spec, header)
+        return self.rec.render(self.run.target, header)
 
 

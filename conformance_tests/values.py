@@ -1,19 +1,36 @@
-"""The spec's case value language: decode a YAML value into a Python object and its source text.
+"""The case value language resolved against an opened scenario: each typed expression of
+:mod:`conformance_tests.spec.value_language` becomes a Python object and the source text that builds it.
 
-Every decoded value comes with the Python expression that builds it, so a failing call can be shown (and
-reproduced) as code.  See "Case args" in ``docs/architecture.md``.
+Every resolved value comes with its Python expression, so a failing call can be shown (and reproduced) as
+code. Keys are built when the call is made (:class:`Deferred`): their constructors may raise, and that is part
+of the call's outcome. See "Case args" in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .spec.value_language import (
+    Absent,
+    CacheIdRef,
+    CacheRef,
+    ClusterRef,
+    IntExpr,
+    KeyOf,
+    ListOf,
+    Lit,
+    PlainObject,
+    RangeOf,
+    SymbolRef,
+    TupleOf,
+    ValueExpr,
+)
+
 
 class SpecValueError(Exception):
-    """A spec value the decoder does not understand (a bug in the spec or in the decoder)."""
+    """A value the opened scenario cannot give (node.api lacks a key class, an unknown cache)."""
 
 
 @dataclass
@@ -34,15 +51,13 @@ class _Absent:
 
 ABSENT = _Absent()
 
-_SYMBOL = re.compile(r"^\s*([LTB])\s*(?:([+-])\s*(\d+))?\s*$")
-
 
 @dataclass
 class DecodeContext:
-    """What symbolic values refer to, for one scenario and one case."""
+    """What symbolic values refer to, for one scenario and one call."""
 
     api: Any  # the local node's api namespace
-    num_layers: int  # L: source layers with the case's tensor_num_per_layer
+    num_layers: int  # L: source layers with the call's tensor_num_per_layer
     num_tensors: int  # T: the source cache's tensor count
     batch_size: int  # B: the source cache's batch size (shape[0])
     local_id: int
@@ -50,68 +65,8 @@ class DecodeContext:
     unlinked_id: int
     dst_cache_id: int
     unknown_cache_id: int
-    cache_lookup: Callable[[str, Mapping[str, Any]], Value]  # {cache: NAME, ...} -> Value
+    cache_lookup: Callable[[str, str | None], Value]  # (cache name, placement) -> Value
     dst_name: str = "dst"  # the destination cache's variable name in reproductions
-
-
-def symbol(text: str, ctx: DecodeContext) -> int:
-    m = _SYMBOL.match(text)
-    if not m:
-        raise SpecValueError(f"unknown symbolic bound {text!r} (expected L, L+1, L-1, T, B, ...)")
-    base = {"L": ctx.num_layers, "T": ctx.num_tensors, "B": ctx.batch_size}[m.group(1)]
-    if m.group(2):
-        delta = int(m.group(3))
-        base = base + delta if m.group(2) == "+" else base - delta
-    return base
-
-
-def _int_or_symbol(v: Any, ctx: DecodeContext) -> Value:
-    if isinstance(v, str):
-        n = symbol(v, ctx)
-        return Value(n, str(n))
-    return decode(v, ctx)
-
-
-def _cluster(v: Any, ctx: DecodeContext) -> Value:
-    if v is None or v == "remote":
-        return Value(ctx.remote_id, str(ctx.remote_id))
-    if v == "local":
-        return Value(ctx.local_id, str(ctx.local_id))
-    if v == "unlinked":
-        return Value(ctx.unlinked_id, str(ctx.unlinked_id))
-    return decode(v, ctx)
-
-
-def _cache_id(v: Any, ctx: DecodeContext) -> Value:
-    if v is None or v == "dst":
-        return Value(ctx.dst_cache_id, f"{ctx.dst_name}.cache_id")
-    if v == "unknown":
-        return Value(ctx.unknown_cache_id, str(ctx.unknown_cache_id))
-    return decode(v, ctx)
-
-
-def _key(spec: Mapping[str, Any], ctx: DecodeContext) -> Value:
-    kind = spec["key"]
-    cls = getattr(ctx.api, kind, None)
-    if cls is None:
-        raise SpecValueError(f"node.api has no key class {kind!r}")
-    if kind == "CacheKeyByIdAndIndex":
-        if "args" in spec:
-            parts = [decode(a, ctx) for a in spec["args"]]
-        else:
-            parts = [_cluster(spec.get("cluster"), ctx), _cache_id(spec.get("cache"), ctx),
-                     decode(spec.get("batch", 0), ctx)]
-        return Value(Deferred(cls, [p.obj for p in parts]), f"api.{kind}({', '.join(p.code for p in parts)})")
-    args = spec.get("args", [])
-    parts = []
-    for i, a in enumerate(args):
-        parts.append(_cluster(a, ctx) if i == 0 and isinstance(a, str) else decode(a, ctx))
-    kwargs = {k: decode(v, ctx) for k, v in (spec.get("kwargs") or {}).items()}
-    code_args = [p.code for p in parts] + [f"{k}={v.code}" for k, v in kwargs.items()]
-    return Value(
-        Deferred(cls, [p.obj for p in parts], {k: v.obj for k, v in kwargs.items()}),
-        f"api.{kind}({', '.join(code_args)})",
-    )
 
 
 class Deferred:
@@ -135,40 +90,81 @@ def materialise(obj: Any) -> Any:
     return obj
 
 
-def decode(v: Any, ctx: DecodeContext) -> Value:
-    """Decode one spec value (see the architecture doc) into a :class:`Value`."""
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return Value(v, repr(v))
-    if isinstance(v, list):  # a bare YAML list is passed as a list
-        items = [decode(x, ctx) for x in v]
-        return Value([i.obj for i in items], "[" + ", ".join(i.code for i in items) + "]")
-    if not isinstance(v, Mapping):
-        raise SpecValueError(f"cannot decode value {v!r}")
-    if "range" in v:
-        bounds = [_int_or_symbol(b, ctx) for b in v["range"]]
-        return Value(range(*[b.obj for b in bounds]), "range(" + ", ".join(b.code for b in bounds) + ")")
-    if "list" in v:
-        items = [decode(x, ctx) for x in v["list"]]
-        return Value([i.obj for i in items], "[" + ", ".join(i.code for i in items) + "]")
-    if "tuple" in v:
-        items = [decode(x, ctx) for x in v["tuple"]]
-        inner = ", ".join(i.code for i in items) + ("," if len(items) == 1 else "")
-        return Value(tuple(i.obj for i in items), f"({inner})")
-    if "object" in v:
-        return Value(object(), "object()")
-    if "key" in v:
-        return _key(v, ctx)
-    if "cache" in v:
-        return ctx.cache_lookup(str(v["cache"]), v)
-    if "absent" in v or "omit" in v:
-        return Value(ABSENT, "<absent>")
-    if "int" in v:  # {int: "2**64"} for values YAML cannot write literally
-        text = str(v["int"])
-        if not re.fullmatch(r"[-+0-9* ()]+", text):
-            raise SpecValueError(f"bad int expression {text!r}")
-        n = int(eval(text, {"__builtins__": {}}, {}))  # noqa: S307 - digits and * only
-        return Value(n, str(n))
-    if "symbol" in v:
-        n = symbol(str(v["symbol"]), ctx)
-        return Value(n, str(n))
-    raise SpecValueError(f"unknown value form {dict(v)!r}")
+def symbol(ref: SymbolRef, ctx: DecodeContext) -> int:
+    return {"L": ctx.num_layers, "T": ctx.num_tensors, "B": ctx.batch_size}[ref.base] + ref.delta
+
+
+def _int(n: int) -> Value:
+    return Value(n, str(n))
+
+
+def _sequence(items: tuple[ValueExpr, ...], ctx: DecodeContext) -> list[Value]:
+    return [decode(x, ctx) for x in items]
+
+
+def decode(expr: ValueExpr, ctx: DecodeContext) -> Value:
+    """The object and source text of one expression in the opened scenario."""
+    match expr:
+        case Lit(value=value):
+            return Value(value, repr(value))
+        case IntExpr(value=value):
+            return _int(value)
+        case SymbolRef():
+            return _int(symbol(expr, ctx))
+        case RangeOf(bounds=bounds):
+            parts = _sequence(bounds, ctx)
+            return Value(range(*[b.obj for b in parts]), "range(" + ", ".join(b.code for b in parts) + ")")
+        case ListOf(items=items):
+            parts = _sequence(items, ctx)
+            return Value([p.obj for p in parts], "[" + ", ".join(p.code for p in parts) + "]")
+        case TupleOf(items=items):
+            parts = _sequence(items, ctx)
+            inner = ", ".join(p.code for p in parts) + ("," if len(parts) == 1 else "")
+            return Value(tuple(p.obj for p in parts), f"({inner})")
+        case PlainObject():
+            return Value(object(), "object()")
+        case Absent():
+            return Value(ABSENT, "<absent>")
+        case ClusterRef(name=name):
+            return _cluster(name, ctx)
+        case CacheIdRef(name=name):
+            if name == "dst":
+                return Value(ctx.dst_cache_id, f"{ctx.dst_name}.cache_id")
+            return _int(ctx.unknown_cache_id)
+        case CacheRef(name=name, placement=placement):
+            return ctx.cache_lookup(name, placement)
+        case KeyOf():
+            return _key(expr, ctx)
+    raise SpecValueError(f"cannot resolve {expr!r}")
+
+
+def _cluster(name: str, ctx: DecodeContext) -> Value:
+    return _int({"remote": ctx.remote_id, "local": ctx.local_id, "unlinked": ctx.unlinked_id}[name])
+
+
+def _key(key: KeyOf, ctx: DecodeContext) -> Value:
+    cls = getattr(ctx.api, key.kind, None)
+    if cls is None:
+        raise SpecValueError(f"node.api has no key class {key.kind!r}")
+    if key.args is None:  # CacheKeyByIdAndIndex by its parts: the remote node, the destination, batch 0 by default
+        parts = [decode(key.cluster, ctx) if key.cluster is not None else _cluster("remote", ctx),
+                 decode(key.cache if key.cache is not None else CacheIdRef("dst"), ctx),
+                 decode(key.batch, ctx) if key.batch is not None else _int(0)]
+    else:
+        parts = _sequence(key.args, ctx)
+    kwargs = {k: decode(v, ctx) for k, v in key.kwargs}
+    code_args = [p.code for p in parts] + [f"{k}={v.code}" for k, v in kwargs.items()]
+    return Value(Deferred(cls, [p.obj for p in parts], {k: v.obj for k, v in kwargs.items()}),
+                 f"api.{key.kind}({', '.join(code_args)})")
+
+
+def literal(expr: ValueExpr) -> Any:
+    """The plain value of a context-free expression (a scalar, an {int: ...}, a list or tuple of them)."""
+    match expr:
+        case Lit(value=value) | IntExpr(value=value):
+            return value
+        case ListOf(items=items):
+            return [literal(i) for i in items]
+        case TupleOf(items=items):
+            return tuple(literal(i) for i in items)
+    raise SpecValueError(f"{expr.as_data()!r} needs an opened scenario")

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FAKES = ROOT / "tests" / "suite" / "fakes"
+FAKES = ROOT / "tests" / "kit" / "fakes"
 
 
 #: the fakes stand for vendors' backends, which the kit isolates by default; the verdict-mechanics self-tests run
-#: them in the kit's process, as fast as the reference (tests/suite/test_isolation.py runs them isolated)
+#: them in the kit's process, as fast as the reference (tests/kit/test_isolation.py runs them isolated)
 IN_PROCESS = ("--isolation", "off")
 
 

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_modules_with_full_runs_in_a_module_fixture_are_grouped() -> None:
     groups = grouped_modules(ROOT / "tests", ROOT)
     assert groups == {
-        "tests/suite/test_repro_and_diff.py": "test_repro_and_diff",
-        "tests/suite/test_vendor_deviations.py": "test_vendor_deviations",
-        "tests/suite/test_verdicts.py": "test_verdicts",
+        "tests/kit/test_repro_and_diff.py": "test_repro_and_diff",
+        "tests/kit/test_vendor_deviations.py": "test_vendor_deviations",
+        "tests/kit/test_verdicts.py": "test_verdicts",
     }

@@ -28,8 +28,7 @@ class Registry:
     """The objects the kit holds handles to, by handle number (and back, so an object keeps one handle)."""
 
     def __init__(self, root: Any) -> None:
-        self.objects = wire.OBJECTS
-        self.objects[ROOT] = root
+        self.objects: dict[int, Any] = {ROOT: root}
         self.handles: dict[int, int] = {id(root): ROOT}
         self.next = 1
         self.lock = threading.Lock()
@@ -46,6 +45,10 @@ class Registry:
                 self.objects[hid] = obj
                 self.handles[id(obj)] = hid
         return ("handle", hid, f"{type(obj).__module__}.{type(obj).__qualname__}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        """A handle the kit sent back: the very object it names."""
+        return self.objects[int(pid[1])]
 
     def release(self, hids: list[int]) -> None:
         with self.lock:
@@ -119,7 +122,7 @@ def serve(conn: Connection, target: str) -> None:
                 data = conn.recv_bytes()
             except (EOFError, OSError):
                 break
-            rid, op, hid, name, args, kwargs, released, threaded = wire.loads(data, None)
+            rid, op, hid, name, args, kwargs, released, threaded = wire.loads(data, registry.persistent_load)
             if released:
                 registry.release(released)
             if op == "stop":

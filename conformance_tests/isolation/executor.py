@@ -1,6 +1,6 @@
 """The backend's process as seen from the kit: start it, send requests, wait with a deadline, bury it.
 
-A request waits for its reply no longer than :func:`conformance_tests.deadlines.remaining` allows.  When the
+A request waits for its reply no longer than :meth:`conformance_tests.deadlines.Deadlines.remaining` allows.  When the
 deadline passes the process is killed (SIGKILL works whatever the backend is doing, even hanging in native
 code holding its GIL); when the process dies on its own (a segfault, ``os._exit``) the pipe closes.  Either
 way every request, the pending ones and the later ones, raises :class:`BackendLost` naming the request, the
@@ -11,6 +11,8 @@ next test (:meth:`Executor.revive`).
 from __future__ import annotations
 
 import atexit
+import importlib
+import inspect
 import itertools
 import multiprocessing
 import os
@@ -21,9 +23,11 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
+from collections.abc import Callable
 from typing import Any
 
-from .. import deadlines
+from ..deadlines import Deadlines
 from ..errors import HarnessError
 from . import wire
 
@@ -57,10 +61,21 @@ def describe_status(returncode: int | None) -> str:
 
 
 class Executor:
-    """One backend process at a time; a new one after a loss, on :meth:`revive`."""
+    """One backend process at a time; a new one after a loss, on :meth:`revive`. ``make_handle(executor, hid,
+    type_name)`` turns a handle the backend's process sends into the kit's object for it; ``deadlines`` bound every
+    wait for a reply."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, deadlines: Deadlines, make_handle: Callable[[Executor, int, str], Any],
+                 handle_id: Callable[[Any], int | None]) -> None:
         self.target = target
+        self.deadlines = deadlines
+        self.make_handle = make_handle
+        #: the handle number of one of the kit's handle objects (None for anything else)
+        self.handle_id = handle_id
+        #: the kit's handle objects, one per object of the backend's process ((generation, handle) -> handle)
+        self.handles: weakref.WeakValueDictionary[tuple[int, int], Any] = weakref.WeakValueDictionary()
+        #: (class, method name) -> signature, for the methods seen so far (a class's methods are looked up once)
+        self.methods: dict[tuple[str, str], inspect.Signature | None] = {}
         self.generation = 0
         self.lost: BackendLost | None = None
         self.info: dict[str, Any] = {}
@@ -194,7 +209,7 @@ class Executor:
         rid = next(self._ids)
         released, self._released = self._released, []
         threaded = threading.current_thread() is not threading.main_thread()
-        data = wire.dumps((rid, op, remote._hid, name, args, kwargs or {}, released, threaded), None)
+        data = wire.dumps((rid, op, remote._hid, name, args, kwargs or {}, released, threaded), self._outgoing)
         try:
             with self._send_lock:
                 self._conn.send_bytes(data)
@@ -214,7 +229,7 @@ class Executor:
         return kind, value
 
     def _await(self, rid: int, step: str) -> Any:
-        deadline = time.monotonic() + deadlines.remaining()
+        deadline = time.monotonic() + self.deadlines.remaining()
         while True:
             with self._cond:
                 if rid in self._replies:
@@ -253,9 +268,12 @@ class Executor:
         return self._lose(step, f"{step} did not return in time; the kit killed the backend's process (SIGKILL)",
                           hung=True)
 
-    def _incoming(self, pid: Any) -> Any:
-        from .remote import Remote, import_module  # noqa: PLC0415 - remote.py imports this module
+    def _outgoing(self, obj: Any) -> Any:
+        hid = self.handle_id(obj)
+        return None if hid is None else ("handle", hid)
 
+    def _incoming(self, pid: Any) -> Any:
         if pid[0] == "module":
-            return import_module(pid[1])
-        return Remote.of(self, int(pid[1]), str(pid[2]))
+            # a module the backend handed over (node.api may be one): the same module, imported here
+            return importlib.import_module(pid[1])
+        return self.make_handle(self, int(pid[1]), str(pid[2]))

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import types
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..deadlines import Deadlines
 from .executor import BackendLost, Executor
-from .wire import object_of
-
-
-def import_module(name: str) -> types.ModuleType:
-    """A module the backend handed over (``node.api`` may be one): the same module, imported here."""
-    return importlib.import_module(name)
 
 
 class Remote:
@@ -31,7 +23,7 @@ class Remote:
     @classmethod
     def of(cls, executor: Executor, hid: int, type_name: str) -> Remote:
         # one handle object per remote object, so identity in the kit follows identity in the backend
-        known = _KNOWN.get((id(executor), executor.generation, hid))
+        known = executor.handles.get((executor.generation, hid))
         if known is not None:
             return known
         executor.unrelease(hid)  # an earlier handle to it was dropped, but the object is in use again
@@ -41,7 +33,7 @@ class Remote:
         object.__setattr__(self, "_type", type_name)
         object.__setattr__(self, "_generation", executor.generation)
         object.__setattr__(self, "_methods", {})
-        _KNOWN[(id(executor), executor.generation, hid)] = self
+        executor.handles[(executor.generation, hid)] = self
         return self
 
     def __getattr__(self, name: str) -> Any:
@@ -50,12 +42,12 @@ class Remote:
         method = self._methods.get(name)
         if method is not None:
             return method
-        known = _CLASS_METHODS.get((self._type, name))
+        known = self._executor.methods.get((self._type, name))
         if known is None:
             kind, value = self._executor.request(self, "getattr", name)
             if kind != "method":
                 return value
-            known = _CLASS_METHODS[(self._type, name)] = value[1]
+            known = self._executor.methods[(self._type, name)] = value[1]
         # a method of the object's class stays its method (as a bound method would in process): looked up once
         # per class, not once per object
         method = self._methods[name] = RemoteMethod(self, name, known)
@@ -70,30 +62,19 @@ class Remote:
     def __repr__(self) -> str:
         return f"<{self._type} #{self._hid} in the backend's process>"
 
-    def __reduce__(self) -> tuple[Any, tuple[int]]:
-        # sent back as an argument: the backend's process looks the object up by its handle
-        if self._generation != self._executor.generation:
-            raise BackendLost("sending an argument", f"the {self._type} belongs to a backend process that has ended")
-        return (object_of, (self._hid,))
 
     def __del__(self) -> None:
         try:
             # a handle in a reference cycle (with its methods) may die after a newer one to the same object
-            newer = _KNOWN.get((id(self._executor), self._generation, self._hid))
+            newer = self._executor.handles.get((self._generation, self._hid))
             if newer is None or newer is self:
                 self._executor.release(self._hid, self._generation)
         except Exception:  # noqa: BLE001 - at interpreter exit the executor may be gone
             pass
 
 
-#: (class, name) -> signature of the methods seen so far (the class of a handle's object is in its type name)
-_CLASS_METHODS: dict[tuple[str, str], inspect.Signature | None] = {}
-
-_KNOWN: weakref.WeakValueDictionary[tuple[int, int, int], Remote] = weakref.WeakValueDictionary()
-
-
 class RemoteMethod:
-    """A method of a remote object; one request per call.  :func:`conformance_tests.deadlines.call` bounds it
+    """A method of a remote object; one request per call.  :meth:`conformance_tests.deadlines.Deadlines.call` bounds it
     in the kit's process (``bounded_by_caller``) instead of on a thread."""
 
     bounded_by_caller = True
@@ -115,9 +96,6 @@ class _Wrapped:
     """A protocol object around its handle: sent back as the handle, shown as the handle."""
 
     _remote: Remote
-
-    def __reduce__(self) -> Any:
-        return self._remote.__reduce__()
 
     def __repr__(self) -> str:
         return repr(self._remote)
@@ -167,8 +145,8 @@ class ProtocolNode(_Wrapped):
 class IsolatedBackend:
     """A backend run in its own process (``--isolation process``): same protocol, crash- and hang-proof."""
 
-    def __init__(self, target: str) -> None:
-        self.executor = Executor(target)
+    def __init__(self, target: str, deadlines: Deadlines | None = None) -> None:
+        self.executor = Executor(target, deadlines or Deadlines(), Remote.of, handle_id)
         info = self.executor.info
         self.name: str = info["name"]
         self.version: str = info["version"]
@@ -197,3 +175,15 @@ class IsolatedBackend:
 
     def __repr__(self) -> str:
         return f"<isolated backend {self.target}>"
+
+
+def handle_id(obj: Any) -> int | None:
+    """The handle number a handle (or a protocol object around one) is sent back as; None for any other value.
+    A handle of a backend process that has ended cannot be sent."""
+    if isinstance(obj, _Wrapped):
+        obj = obj._remote
+    if not isinstance(obj, Remote):
+        return None
+    if obj._generation != obj._executor.generation:
+        raise BackendLost("sending an argument", f"the {obj._type} belongs to a backend process that has ended")
+    return obj._hid

@@ -4,7 +4,8 @@ Messages are pickled.  Plain data (numbers, text, numpy arrays, enum members, ex
 namespaces, containers of these) travels by value, so ``node.api`` and the exceptions the backend raises are
 the same classes in the kit's process (imported there by name).  Every other object the backend returns — a
 cluster, a node, a cache manager, a Cache — stays in the backend's process; the kit gets a handle to it, and
-a handle sent back as an argument becomes the very same object again (a backend may rely on identity).
+a handle sent back as an argument becomes the very same object again (a backend may rely on identity): both
+directions name it by a persistent id, ``("handle", number)``, resolved by the receiving side's own table.
 """
 
 from __future__ import annotations
@@ -44,14 +45,6 @@ def loads(data: bytes, persistent_load: Any) -> Any:
         u.persistent_load = persistent_load  # type: ignore[method-assign]
     return u.load()
 
-
-#: the backend process's objects by handle (set by the child; a handle the kit sends back is looked up here)
-OBJECTS: dict[int, Any] = {}
-
-
-def object_of(hid: int) -> Any:
-    """How a handle the kit sends back becomes the object again (the kit pickles a handle as this call)."""
-    return OBJECTS[hid]
 
 
 class RemoteError(Exception):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import CERTIFIED_DECLARED, CERTIFIED_WITH_WAIVERS, LABEL_KIND, LEGACY_PARTIAL_LABEL
+from .model import CERTIFIED_DECLARED, CERTIFIED_WITH_WAIVERS, LABEL_KIND
 
 #: one colour per verdict kind (CERTIFIED (DECLARED CAPABILITIES) gets its own shade of green)
 COLORS = {
@@ -24,7 +24,7 @@ COLORS = {
 def badge_kind(verdict: dict[str, Any]) -> str:
     label = verdict["label"]
     kind = verdict.get("kind") or LABEL_KIND.get(label, "certified" if verdict["certified"] else "not_certified")
-    if kind == "certified" and label in (CERTIFIED_DECLARED, LEGACY_PARTIAL_LABEL):
+    if kind == "certified" and label == CERTIFIED_DECLARED:
         return "certified_declared"
     return kind
 

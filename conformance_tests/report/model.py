@@ -1,10 +1,11 @@
-"""Vocabulary shared by the report modules: levels, test outcomes, clause outcomes."""
+"""Vocabulary shared by the report modules: test outcomes, clause outcomes, verdict labels (the levels are the
+spec's: :mod:`conformance_tests.spec.levels`)."""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+from ..spec.levels import BLOCKING_LEVELS, LEVELS  # noqa: F401 - the report modules' levels are the spec's
 
-LEVELS = ("must", "should", "may")
+SCHEMA_VERSION = 1
 
 #: Outcomes of one test, in the order the summaries show them.
 TEST_OUTCOMES = (
@@ -29,12 +30,6 @@ CLAUSE_OUTCOMES = (
     "untested",
 )
 
-#: Test outcomes that are violations of the clause the test checks.
-FAILING_TEST_OUTCOMES = frozenset({"failed", "error", "incompatible"})
-
-#: Test levels whose failures block certification (a `may` test checks only the envelope).
-BLOCKING_LEVELS = frozenset({"must", "may"})
-
 EXPECTED = ("pass", "xfail", "skip")
 
 #: Verdict labels (``verdict.label``); each belongs to one kind (``verdict.kind``).
@@ -46,24 +41,16 @@ PARTIAL = "PARTIAL"
 NOT_CERTIFIED = "NOT CERTIFIED"
 NOT_CERTIFIED_ERRORS = "NOT CERTIFIED (ERRORS)"
 NOT_CERTIFIED_PARTIAL = "NOT CERTIFIED (PARTIAL RUN)"
-#: written by kit 0.1 for what is now CERTIFIED_DECLARED; still accepted when reading old reports
-LEGACY_PARTIAL_LABEL = "CERTIFIED (PARTIAL)"
 
-VERDICT_KINDS = ("certified", "certified_with_waivers", "partial", "not_certified")
 LABEL_KIND = {
     CERTIFIED: "certified",
     CERTIFIED_DECLARED: "certified",
-    LEGACY_PARTIAL_LABEL: "certified",
     CERTIFIED_WITH_WAIVERS: "certified_with_waivers",
     PARTIAL: "partial",
     NOT_CERTIFIED: "not_certified",
     NOT_CERTIFIED_ERRORS: "not_certified",
     NOT_CERTIFIED_PARTIAL: "not_certified",
 }
-
-VERDICT_LABELS = {True: CERTIFIED, False: NOT_CERTIFIED}
-#: kept for callers of kit 0.1
-PARTIAL_LABEL = CERTIFIED_DECLARED
 
 #: outcomes that count as "this test passed" when asking whether a must clause has a passing test
 PASSING_TEST_OUTCOMES = frozenset({"passed", "xpassed"})

@@ -15,7 +15,6 @@ from .markdown import to_markdown
 from .schema import validate_report
 
 REPORT_JSON = "report.json"
-DERIVED = ("junit.xml", "summary.md", "index.html", "badge.json")
 
 
 def dumps(data: Any) -> str:

@@ -1,5 +1,5 @@
 """Family `data`: what lands where.  Properties over random layouts (hypothesis) plus the spec's cases."""
 
-from conformance_tests.generate import family_test
+from conformance_tests.suite.family import family_test
 
 test_clause = family_test("data")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance_tests.plugin import traceability_problem
+from conformance_tests.phases import traceability_problem
 from conformance_tests.spec import load_spec
 from mutants.catalog import MUTANTS, Mutant
 from mutants.run import catalog_problems

@@ -163,7 +163,7 @@ def test_counters_in_every_format(kit, tmp_path):
     assert ("push_calls", "3210") in props and ("distinct_layouts", "87") in props
 
 
-def test_a_report_of_kit_0_1_still_reads_and_renders(passing_report, tmp_path):
+def test_a_report_without_the_newer_fields_still_reads_and_renders(passing_report, tmp_path):
     old = json.loads(json.dumps(passing_report))
     for key in ("completeness",):
         old.pop(key)
@@ -171,8 +171,8 @@ def test_a_report_of_kit_0_1_still_reads_and_renders(passing_report, tmp_path):
         old["verdict"].pop(key)
     for key in ("path", "sha256", "strict", "entries", "expired", "waived"):
         old["expectations"].pop(key)
-    old["verdict"]["label"] = "CERTIFIED (PARTIAL)"
+    old["verdict"]["label"] = "CERTIFIED (DECLARED CAPABILITIES)"
     validate_report(old)
     paths = write_reports(old, tmp_path)
     assert json.loads(paths["badge.json"].read_text())["color"] == "yellowgreen"
-    assert "CERTIFIED (PARTIAL)" in paths["index.html"].read_text(encoding="utf-8")
+    assert "CERTIFIED (DECLARED CAPABILITIES)" in paths["index.html"].read_text(encoding="utf-8")

@@ -41,7 +41,7 @@ def test_table_lists_every_clause(spec_path: str) -> None:
     assert rows["push_cache.param.tensor_num_per_layer.zero"].endswith("raises LLMException(LLM_PARAM_INVALID)")
     assert rows["push_cache.param.src_batch_index.type"].endswith("raises TypeError or ValueError")
     assert rows["push_cache.data.layers.all"].endswith("success (exact)")
-    assert rows["push_cache.timeout.delay"].endswith("any of: raises LLMException(LLM_TIMEOUT) | success")
+    assert rows["push_cache.timeout.delay"].endswith("any of: raises LLMException(LLM_TIMEOUT) | success (exact)")
     assert lines[-1] == "5 clause(s) (must: 2, should: 2, may: 1)"
 
 
@@ -87,7 +87,7 @@ def test_markdown_format(spec_path: str) -> None:
     assert lines[0] == "| ID | LEVEL | FAMILY | SINCE | UNTIL | EXPECT |"
     assert lines[1] == "|---|---|---|---|---|---|"
     assert lines[2] == ("| `push_cache.timeout.delay` | may | timeout | - | - | "
-                        "any of: raises LLMException(LLM_TIMEOUT) \\| success |")
+                        "any of: raises LLMException(LLM_TIMEOUT) \\| success (exact) |")
 
 
 def test_bad_spec_is_one_line_on_stderr_and_exit_2(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:

@@ -164,8 +164,8 @@ def test_every_clause_in_a_row_quotes_that_sentence(lang):
             clause = by_id.get(cid)
             if clause is None:
                 continue  # reported by test_every_id_in_the_coverage_section_exists
-            quote = clause.source.get(lang)
-            if clause.source["kind"] != "doc" or not quote:
+            quote = getattr(clause.source, lang)
+            if clause.source.kind != "doc" or not quote:
                 bad.append(f"spec/README.md:{line}: {cid} has no {lang} documentation quote; name it in the notes")
             elif not any(f in sentence for f in fragments(quote)):
                 bad.append(f"spec/README.md:{line}: {cid} quotes none of {sentence[:60]!r}...")
@@ -178,8 +178,8 @@ def test_every_doc_clause_is_in_the_row_of_each_sentence_it_quotes(lang):
     rows = table(lang)
     missing = []
     for clause in spec.clauses:
-        quote = clause.source.get(lang)
-        if clause.source["kind"] != "doc" or not quote:
+        quote = getattr(clause.source, lang)
+        if clause.source.kind != "doc" or not quote:
             continue
         for fragment in fragments(quote):
             holders = [(cell, line) for sentence, cell, line in rows if fragment in sentence]

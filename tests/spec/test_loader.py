@@ -11,14 +11,20 @@ from typing import Any
 import pytest
 
 from conformance_tests.spec import (
-    FAMILIES,
+    AnyOf,
     Case,
     Clause,
+    Fault,
+    Level,
+    Raises,
     Spec,
     SpecError,
-    describe_expect,
+    Succeeds,
+    families,
     load_spec,
 )
+from conformance_tests.spec.expect import parse_expect
+from conformance_tests.spec.value_language import ListOf, Lit
 
 WriteSpec = Callable[..., pathlib.Path]
 
@@ -46,10 +52,9 @@ def test_mini_spec_loads(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> No
     assert [c.id for c in spec.clauses] == [c["id"] for c in mini_spec["clauses"]]
     assert spec.path == path.resolve()
     assert len(spec.sha256) == 64
-    assert spec.raw["api"] == "push_cache"
-    assert spec.scenario["src"]["num_tensors"] == 4
-    assert spec.types["LLMStatusCode"]["members"]["LLM_TIMEOUT"]["value"] == 1343270938
-    assert len(spec.signature) == 2
+    assert spec.scenario.src.num_tensors == 4
+    assert spec.types.enums["LLMStatusCode"].members["LLM_TIMEOUT"].value == 1343270938
+    assert len(spec.signatures) == 2
     assert spec.release is None
 
 
@@ -57,29 +62,30 @@ def test_clause_and_case_fields(write_spec: WriteSpec, mini_spec: dict[str, Any]
     spec = load_spec(write_spec(mini_spec))
     clause = spec.clause("push_cache.param.src_batch_index.type")
     assert isinstance(clause, Clause)
-    assert (clause.level, clause.family, clause.since, clause.until) == ("must", "param", None, None)
+    assert (clause.level, clause.family, clause.since, clause.until) == (Level.MUST, "param", None, None)
     assert clause.refines is None and clause.deviation is None
     assert clause.requires == ("placements.DEVICE",)
-    assert clause.doc_sentence == (
+    assert (clause.source.en, clause.source.zh) == (
         "If the input data type is incorrect, a TypeError or ValueError is thrown.",
         "传入数据类型错误情况下会抛出TypeError或ValueError异常。",
     )
     assert all(isinstance(c, Case) for c in clause.cases)
     float_case, list_case, bool_case = clause.cases
-    assert float_case == Case(name="float", args={"src_batch_index": 1.0}, scenario={}, expect=None, note=None)
-    assert list_case.args == {"src_batch_index": {"list": [0]}}
-    assert bool_case.expect == {"outcome": "success"} and bool_case.note == "bool is an int"
-    assert clause.expect_for(float_case) == {"raises": ["TypeError", "ValueError"]}
-    assert clause.expect_for(bool_case) == {"outcome": "success"}
+    assert (float_case.name, dict(float_case.args), float_case.note) == ("float", {"src_batch_index": Lit(1.0)}, None)
+    assert float_case.scenario == clause.scenario == spec.scenario  # no override: the baseline
+    assert dict(list_case.args) == {"src_batch_index": ListOf((Lit(0),))}
+    assert bool_case.expect == Succeeds("exact") and bool_case.note == "bool is an int"
+    assert float_case.expect == clause.expect == Raises(("TypeError", "ValueError"))
 
     facts = spec.clause("push_cache.timeout.delay")
-    assert facts.doc_sentence == (None, None)
-    assert facts.cases[0].scenario == {"fault": {"node": "local", "kind": "delay", "seconds": 0.6}}
+    assert (facts.source.en, facts.source.zh) == (None, None)
+    assert facts.cases[0].scenario.faults == (Fault("delay", "local", 0.6),)
+    assert facts.cases[0].scenario.with_(faults=()) == spec.scenario  # the rest is the baseline
 
     with pytest.raises(dataclasses.FrozenInstanceError):
-        clause.level = "may"  # type: ignore[misc]
-    # usable as dict keys / in sets despite their dict fields
-    assert len({spec, spec.for_release("9.0.0"), *spec.clauses, *clause.cases}) == 2 + len(spec.clauses) + 3
+        clause.level = Level.MAY  # type: ignore[misc]
+    # one object per clause and case: usable as dict keys and in sets
+    assert len({spec, *spec.clauses, *clause.cases}) == 1 + len(spec.clauses) + 3
 
 
 def test_clause_lookup_error_is_clear(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:
@@ -96,9 +102,10 @@ def test_refining_clause_without_cases_inherits(write_spec: WriteSpec, mini_spec
     should = spec.clause("push_cache.param.src_batch_index.type_vendor")
     # the case with its own expect (bool -> success) is outside the envelope being narrowed
     assert [c.name for c in should.cases] == ["float", "list"]
-    assert should.scenario == {"src": {"placement": "DEVICE"}}
+    assert should.scenario.src.placement == "DEVICE"
     assert should.requires == ("placements.DEVICE",)
-    assert should.expect == {"raises": ["TypeError"]}
+    assert should.expect == Raises(("TypeError",))
+    assert [c.expect for c in should.cases] == [should.expect] * 2  # the refining clause's own expect
 
 
 def test_refining_clause_with_cases_keeps_its_own(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:
@@ -106,13 +113,13 @@ def test_refining_clause_with_cases_keeps_its_own(write_spec: WriteSpec, mini_sp
     mini_spec["clauses"][1]["scenario"] = {"link": True}
     should = load_spec(write_spec(mini_spec)).clause("push_cache.param.src_batch_index.type_vendor")
     assert [c.name for c in should.cases] == ["str"]
-    assert should.scenario == {"link": True}
+    assert should.scenario.link is True
 
 
-def test_families_in_canonical_order(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:
+def test_families_come_from_the_schema(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:
     spec = load_spec(write_spec(mini_spec))
-    assert spec.families() == ["param", "data", "timeout"]
-    assert set(spec.families()) <= set(FAMILIES)
+    assert {c.family for c in spec.clauses} == {"param", "data", "timeout"}
+    assert families()[:3] == ("signature", "types", "param")
 
 
 @pytest.mark.parametrize(
@@ -120,14 +127,18 @@ def test_families_in_canonical_order(write_spec: WriteSpec, mini_spec: dict[str,
     [
         ({"raises": ["LLMException"], "status": "LLM_PARAM_INVALID"}, "raises LLMException(LLM_PARAM_INVALID)"),
         ({"raises": ["TypeError", "ValueError"]}, "raises TypeError or ValueError"),
-        ({"outcome": "success"}, "success"),
-        ({"outcome": "success", "post": "exact"}, "success (exact)"),
+        ({"outcome": "success"}, "success (exact)"),
+        ({"outcome": "success", "post": "prefix"}, "success (prefix)"),
         ({"outcome": "any_of", "allowed": [{"outcome": "success"}, {"raises": ["LLMException"]}]},
-         "any of: success | raises LLMException"),
+         "any of: success (exact) | raises LLMException"),
+        ({"raises": ["LLMException"], "writes": "valid_layers"},
+         "raises LLMException (side effects allowed: valid_layers)"),
     ],
 )
-def test_describe_expect(expect: dict[str, Any], text: str) -> None:
-    assert describe_expect(expect) == text
+def test_an_expect_is_typed_once_and_described_by_its_form(expect: dict[str, Any], text: str) -> None:
+    typed = parse_expect(expect)
+    assert isinstance(typed, (Raises, Succeeds, AnyOf)) and typed.describe() == text
+    assert parse_expect(typed.as_data()) == typed
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -151,7 +162,7 @@ def test_for_release_filters_by_since_until(write_spec: WriteSpec, mini_spec: di
     assert {"push_cache.param.tensor_num_per_layer.zero", "push_cache.data.layers.all"} <= {c.id for c in mid.clauses}
     # the unfiltered spec is untouched; load_spec(release=...) is the same as for_release
     assert len(spec.clauses) == len(mini_spec["clauses"])
-    assert load_spec(spec.path, release="9.0.0") == new
+    assert load_spec(spec.path, release="9.0.0").clauses == new.clauses
 
 
 def test_for_release_unknown_release(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:
@@ -166,7 +177,7 @@ def test_for_release_unknown_release(write_spec: WriteSpec, mini_spec: dict[str,
 
 def test_signature_for(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:
     spec = load_spec(write_spec(mini_spec))
-    names = lambda release: [p["name"] for p in spec.signature_for(release)["parameters"]]  # noqa: E731
+    names = lambda release: list(spec.signature_for(release).names)  # noqa: E731
     assert names("8.2.RC1.alpha002") == ["dst_cache_key", "src_cache"]
     assert names("8.2.RC1.alpha003") == ["dst_cache_key", "src_cache"]
     assert names("9.0.0") == ["dst_cache_key", "src_cache", "tensor_num_per_layer"]
@@ -174,11 +185,10 @@ def test_signature_for(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None
         spec.signature_for("nope")
 
 
-def test_signature_gap_is_reported(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:
+def test_signature_gap_is_a_spec_error(write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:
     mini_spec["signature"][0]["since"] = "8.2.RC1.alpha003"
-    spec = load_spec(write_spec(mini_spec))
-    with pytest.raises(SpecError, match="no signature entry covers release '8.2.RC1.alpha002'"):
-        spec.signature_for("8.2.RC1.alpha002")
+    error = _error(write_spec, mini_spec)
+    assert (error.where, error.what) == ("$.signature", "no signature entry covers release(s) 8.2.RC1.alpha002")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -333,8 +343,8 @@ def test_yaml_merge_keys_are_not_duplicates(write_spec: WriteSpec, mini_spec: di
         "  call: {size: -1}\n"
     )
     spec = load_spec(write_spec(text))
-    assert spec.scenario["remote"] == {"cluster_id": 2, "role": "DECODER"}
-    assert spec.scenario["dst"]["placement"] == "HOST" and spec.scenario["dst"]["num_tensors"] == 4
+    assert (spec.scenario.remote.cluster_id, spec.scenario.remote.role) == (2, "DECODER")
+    assert spec.scenario.dst.placement == "HOST" and spec.scenario.dst.num_tensors == 4
 
 
 def test_empty_file(write_spec: WriteSpec) -> None:

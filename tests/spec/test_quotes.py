@@ -31,8 +31,8 @@ def test_every_quote_is_in_the_documentation(pages, lang):
     spec = load_spec()
     missing = []
     for clause in spec.clauses:
-        quote = clause.source.get(lang)
-        if clause.source["kind"] != "doc" or not quote:
+        quote = getattr(clause.source, lang)
+        if clause.source.kind != "doc" or not quote:
             continue
         for fragment in _fragments(quote):
             if _norm(fragment) not in pages[lang]:

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance_tests import deadlines
 from conformance_tests.backend import IN_PROCESS_BY_DEFAULT
+from conformance_tests.deadlines import Deadlines, Hung
 from conformance_tests.exitcodes import NOT_CERTIFIED, PARTIAL
-from conformance_tests.plugin import DEFAULT_MAX_TIME_S, OPTIONS
+from conformance_tests.options import OPTIONS
+from conformance_tests.state import DEFAULT_MAX_TIME_S
 from tests.certify_runner import FAKES, ROOT, certify
 
 #: the batch-1 pushes are in src_batch_slice[batch_1] and size_default's two tests; the others push batch 0, 2, 3
@@ -184,8 +185,9 @@ def _state(pid: int) -> str:
 def test_deadlines_bound_an_in_process_call_and_follow_the_test_deadline():
     import threading
 
+    deadlines = Deadlines()
     forever = threading.Event()
-    with pytest.raises(deadlines.Hung):
+    with pytest.raises(Hung):
         deadlines.call(forever.wait, bound=0.2)
     assert deadlines.call(lambda x: x + 1, 1, bound=5) == 2
     deadlines.start_test(0.5)

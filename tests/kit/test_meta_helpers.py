@@ -6,23 +6,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance_tests import outcomes
-from conformance_tests.procedures import judge
-from conformance_tests.spec import load_spec
-from conformance_tests.testbed import GUARD_BYTES, Outcome, Testbed, scenario_for
+from conformance_tests.context import RunContext
+from conformance_tests.judging import judge
+from conformance_tests.spec.expect import Expectation, Succeeds, parse_expect
+from conformance_tests.spec.value_language import parse_value
+from conformance_tests.testbed import GUARD_BYTES, Outcome, Testbed
 from reference_impl.backend import backend
 
 CLAUSE = "push_cache.data.postcondition"
-EXACT = outcomes.parse({"outcome": "success", "post": "exact"})
+EXACT = Succeeds("exact")
 
 
 @pytest.fixture
 def pushed():
     """A testbed (destination guarded by raw memory) after one valid push of layer 1, batch 1 -> batch 0."""
-    spec = load_spec()
-    tb = Testbed(backend, scenario_for(spec), types=spec.types, params=[p["name"] for p in spec.signature[-1]["parameters"]]).open()
+    run = RunContext.for_backend(backend, "reference_impl.backend:backend")
+    tb = Testbed(run, run.spec.scenario).open()
     try:
-        call = tb.call({"src_batch_index": 1, "src_layer_range": {"range": [1, 2]}, "dst_layer_range": {"range": [1, 2]}})
+        args = {"src_batch_index": 1, "src_layer_range": {"range": [1, 2]}, "dst_layer_range": {"range": [1, 2]}}
+        call = tb.call({k: parse_value(v) for k, v in args.items()})
         yield tb, call, tb.push(call)
     finally:
         tb.close()
@@ -34,9 +36,8 @@ def _flip(node, cache, tensor: int, offset: int) -> None:
     node.write_tensor(cache, tensor, data)
 
 
-def _judge(tb, call, outcome, expect) -> None:
-    judge(tb, call, outcome, expect if isinstance(expect, outcomes.AnyOf | outcomes.Raises | outcomes.Succeeds)
-          else outcomes.parse(expect), CLAUSE, "meta")
+def _judge(tb, call, outcome, expect: Expectation | dict) -> None:
+    judge(tb, call, outcome, parse_expect(expect) if isinstance(expect, dict) else expect, CLAUSE, "meta")
 
 
 def test_a_correct_push_passes(pushed):
@@ -91,7 +92,7 @@ def test_a_refused_call_that_wrote_is_caught(pushed):
 def test_a_wrong_exception_type_is_caught(pushed):
     tb, call, _ = pushed
     tb.before["dst"] = tb.read_dst()  # only the exception is under test here
-    with pytest.raises(AssertionError, match="expected LLMException, but push_cache raised ValueError"):
+    with pytest.raises(AssertionError, match="push_cache raised ValueError.*, but the clause expects: raises LLMException"):
         _judge(tb, call, Outcome(ValueError("bad step"), 0.0), {"raises": ["LLMException"]})
     with pytest.raises(AssertionError, match="returned normally"):
         _judge(tb, call, Outcome(None, 0.0), {"raises": ["TypeError", "ValueError"]})

@@ -18,7 +18,7 @@ def test_a_backend_refusing_host_to_host_is_certified(tmp_path):
     env.pop("PUSH_CACHE_BACKEND", None)
     proc = subprocess.run(
         [sys.executable, "-m", "conformance_tests", "certify", *IN_PROCESS, "--backend",
-         "tests.suite.fakes.refuses_h2h_backend:backend", "--report-dir", str(tmp_path), "-q", "-p", "no:warnings"],
+         "tests.kit.fakes.refuses_h2h_backend:backend", "--report-dir", str(tmp_path), "-q", "-p", "no:warnings"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     report_path = tmp_path / "report.json"
     assert report_path.exists(), f"no report (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}"

@@ -1,6 +1,6 @@
 """Self-tests of the certification engine, run as the user runs it (subprocess ``python -m conformance_tests``).
 
-The fake backends live in ``tests/suite/fakes`` (put on PYTHONPATH); each run selects a few tests with -k so
+The fake backends live in ``tests/kit/fakes`` (put on PYTHONPATH); each run selects a few tests with -k so
 the whole module stays fast.
 """
 

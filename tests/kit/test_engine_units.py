@@ -15,7 +15,9 @@ from conformance_tests.backend import BackendError, capability_supported, resolv
 from conformance_tests.expectations import ExpectationsError, load_expectations
 from conformance_tests.oracle import CacheLayout, Transfer, expected_destination
 from conformance_tests.oracle import diff as diff_tensors
-from conformance_tests.testbed import deep_merge
+from conformance_tests.spec.load import deep_merge
+from conformance_tests.spec.model import Parameter, Signature
+from conformance_tests.spec.value_language import ValueLanguageError, evaluate_int, parse_value
 from conformance_tests.values import DecodeContext, Value, decode, materialise
 
 PKG = Path(__file__).resolve().parents[2] / "conformance_tests"
@@ -104,27 +106,44 @@ class _Key:
 def _ctx(**kw):
     api = SimpleNamespace(CacheKeyByIdAndIndex=_Key)
     base = dict(api=api, num_layers=2, num_tensors=4, batch_size=3, local_id=1, remote_id=2, unlinked_id=3,
-                dst_cache_id=7, unknown_cache_id=1007, cache_lookup=lambda name, spec: Value(name, name))
+                dst_cache_id=7, unknown_cache_id=1007, cache_lookup=lambda name, placement: Value(name, name))
     base.update(kw)
     return DecodeContext(**base)
 
 
+def _decode(raw, ctx):
+    return decode(parse_value(raw), ctx)
+
+
 def test_value_language():
     ctx = _ctx()
-    assert decode({"range": [0, "L+1"]}, ctx).obj == range(0, 3)
-    assert decode({"range": [1, "T", 2]}, ctx).code == "range(1, 4, 2)"
-    assert decode({"symbol": "B"}, ctx).obj == 3 and decode({"symbol": "T+1"}, ctx).obj == 5
-    assert decode("B", ctx).obj == "B" and decode("x", ctx).obj == "x"  # a plain string is passed as it is
-    assert decode({"tuple": [1]}, ctx).code == "(1,)" and decode({"list": [1, {"range": [0, 1]}]}, ctx).obj == [
+    assert _decode({"range": [0, "L+1"]}, ctx).obj == range(0, 3)
+    assert _decode({"range": [1, "T", 2]}, ctx).code == "range(1, 4, 2)"
+    assert _decode({"symbol": "B"}, ctx).obj == 3 and _decode({"symbol": "T+1"}, ctx).obj == 5
+    assert _decode("B", ctx).obj == "B" and _decode("x", ctx).obj == "x"  # a plain string is passed as it is
+    assert _decode({"tuple": [1]}, ctx).code == "(1,)" and _decode({"list": [1, {"range": [0, 1]}]}, ctx).obj == [
         1, range(0, 1)]
-    assert type(decode({"object": {}}, ctx).obj) is object
-    key = decode({"key": "CacheKeyByIdAndIndex", "batch": 1}, ctx)
+    assert type(_decode({"object": {}}, ctx).obj) is object
+    key = _decode({"key": "CacheKeyByIdAndIndex", "batch": 1}, ctx)
     assert key.code == "api.CacheKeyByIdAndIndex(2, dst.cache_id, 1)"
     built = materialise(key.obj)
     assert (built.cluster_id, built.cache_id, built.batch_index) == (2, 7, 1)
-    bad = decode({"key": "CacheKeyByIdAndIndex", "cluster": "unlinked", "cache": "unknown", "batch": -1}, ctx)
+    bad = _decode({"key": "CacheKeyByIdAndIndex", "cluster": "unlinked", "cache": "unknown", "batch": -1}, ctx)
     with pytest.raises(ValueError):
         materialise(bad.obj)  # a key constructor error happens when the call is made, not at decode time
+    assert parse_value({"key": "CacheKey", "args": ["local", 5]}).as_data() == {"key": "CacheKey", "args": ["local", 5]}
+
+
+@pytest.mark.parametrize(("text", "value"), [("2**64", 2**64), ("-(2**63)", -(2**63)), ("2**32 - 1", 2**32 - 1),
+                                             ("(1+2)*3", 9)])
+def test_int_expressions_are_computed_by_a_small_grammar(text, value):
+    assert evaluate_int(text) == value
+
+
+@pytest.mark.parametrize("text", ["9**9**9**9", "2**1000", "__import__('os')", "1/2", "2**-1", "x", ""])
+def test_int_expressions_outside_the_grammar_or_its_bounds_are_refused_at_once(text):
+    with pytest.raises(ValueLanguageError):
+        evaluate_int(text)
 
 
 def test_expected_destination_model():
@@ -165,13 +184,13 @@ def test_signature_problems_are_specific():
     def push_cache(dst_cache_key, src_cache, src_batch_index=0, size=-2, **kwargs):  # noqa: ARG001
         return None
 
-    entry = {"var_kwargs": False, "parameters": [
-        {"name": "dst_cache_key", "kind": "positional_or_keyword", "type": "K", "required": True},
-        {"name": "src_cache", "kind": "positional_or_keyword", "type": "C", "required": True},
-        {"name": "src_batch_index", "kind": "positional_or_keyword", "type": "int", "default": 0},
-        {"name": "size", "kind": "positional_or_keyword", "type": "int", "default": -1},
-    ]}
-    problems = signature_problems(inspect.signature(push_cache), entry)
+    spec = Signature(None, None, (
+        Parameter("dst_cache_key", "positional_or_keyword", "K", required=True),
+        Parameter("src_cache", "positional_or_keyword", "C", required=True),
+        Parameter("src_batch_index", "positional_or_keyword", "int", has_default=True, default=0),
+        Parameter("size", "positional_or_keyword", "int", has_default=True, default=-1),
+    ))
+    problems = signature_problems(inspect.signature(push_cache), spec)
     assert any("size defaults to -2" in p for p in problems)
     assert any("**kwargs is present" in p for p in problems)
 

@@ -12,7 +12,7 @@ from conformance_tests.exitcodes import USAGE_ERROR
 from tests.certify_runner import IN_PROCESS
 
 ROOT = Path(__file__).resolve().parents[2]
-LEGACY = "tests.suite.fakes.legacy_backend:backend"
+LEGACY = "tests.kit.fakes.legacy_backend:backend"
 
 
 def _certify(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict | None]:
@@ -46,7 +46,7 @@ def test_the_reference_against_8_3_alpha003(tmp_path):
 
 
 def test_a_backend_on_an_unsupported_product_is_refused(tmp_path):
-    proc, report = _certify(tmp_path, "--backend", "tests.suite.fakes.unsupported_product_backend:backend",
+    proc, report = _certify(tmp_path, "--backend", "tests.kit.fakes.unsupported_product_backend:backend",
                             "--clauses", "push_cache.applicability.*")
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert "marks unsupported" in proc.stdout

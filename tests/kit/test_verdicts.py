@@ -1,7 +1,7 @@
 """What a verdict promises, tried as a hostile vendor would (issue 12), through ``python -m conformance_tests``.
 
 Each test asserts the exit code and what the written reports say.  The fake backends live in
-``tests/suite/fakes``.  Three runs certify the whole suite, two at a time (a memory-unsafe backend with
+``tests/kit/fakes``.  Three runs certify the whole suite, two at a time (a memory-unsafe backend with
 everything waived; a backend with one must-level defect, with that test waived, then with it deselected); the
 others select a few clauses with --clauses, stop early, or fail before running anything.
 """

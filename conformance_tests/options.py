@@ -1,0 +1,48 @@
+"""The kit's command-line options: registered with pytest, shown first by ``certify --help``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .state import DEFAULT_MAX_TIME_S
+
+#: The kit's options, as (flags, argparse keyword arguments): pytest_addoption registers them and
+#: ``certify --help`` shows them first.
+OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--backend",), dict(default=None, metavar="SPEC",
+                          help="backend to certify: package.module[:attr] or an entry-point name "
+                               "(default: $PUSH_CACHE_BACKEND, else 'reference')")),
+    (("--spec",), dict(dest="pc_spec", default=None, metavar="PATH",
+                       help="spec YAML to certify against (default: the packaged push_cache.yaml; any other "
+                            "file makes the run PARTIAL unless its sha256 equals the packaged one's)")),
+    (("--spec-version",), dict(default=None, metavar="NAME",
+                               help="spec release to certify against (default: the newest release the backend "
+                                    "declares)")),
+    (("--expectations",), dict(default=None, metavar="FILE",
+                               help="vendor expectations file (YAML: waivers as xfail/skip entries); a waived "
+                                    "must test gives CERTIFIED WITH WAIVERS at best")),
+    (("--strict-expectations",), dict(action="store_true", default=False,
+                                      help="certify with no waivers at all: refuse an --expectations file")),
+    (("--report-dir",), dict(default=None, metavar="DIR",
+                             help="where reports are written (default: reports/<backend-name>/, and "
+                                  "reports/<backend-name>.partial/ for a partial run)")),
+    (("--no-reports",), dict(action="store_true", default=False, help="do not write report files")),
+    (("--isolation",), dict(default="auto", choices=("auto", "process", "off"),
+                            help="run the backend in its own process, so a crash or a hang costs one test (an "
+                                 "error row) and not the run: 'process'; 'off' runs it in the kit's process; "
+                                 "'auto' (default) isolates every backend except the in-process reference")),
+    (("--max-time",), dict(dest="max_time", type=float, default=DEFAULT_MAX_TIME_S, metavar="SECONDS",
+                           help=f"overall time budget (default {DEFAULT_MAX_TIME_S:.0f}s): once spent, the tests "
+                                "not yet started are recorded as not run and the run is PARTIAL (0: no budget)")),
+    (("--clauses",), dict(default="", metavar="GLOBS",
+                          help="run only the tests of clauses matching these comma-separated globs "
+                               "(e.g. 'push_cache.data.*,push_cache.safety.guard_bytes'); the run is PARTIAL")),
+]
+
+
+def add_options(parser: pytest.Parser) -> None:
+    g = parser.getgroup("push_cache", "push_cache conformance (the kit's options)", after="general")
+    for flags, kwargs in OPTIONS:
+        g.addoption(*flags, **kwargs)

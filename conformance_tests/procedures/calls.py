@@ -1,0 +1,59 @@
+"""The ``call`` procedure: build the case's scenario, run its steps, inject its faults, make the call and judge
+it; a refusal under an injected fault must also come in time."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..context import RunContext
+from ..judging import fail, judge
+from ..observation import Observation
+from ..spec import Case, Clause, Raises
+from ..testbed import Call, Outcome, Testbed
+from .common import opened, per_call_bound, require, sync_timeout_s
+from .registry import Item, case_items, procedure
+from .steps import STEPS
+
+#: scheduling slack on top of sync_kv_timeout per layer before a timeout counts as late
+TIMEOUT_SLACK_S = 2.0
+#: a hung push under an injected fault counts as one after this many times the delay and the timeout
+FAULT_BOUND_FACTOR = 4
+#: extra wait after an injected delay has passed before the destination is read (a late write must be seen)
+SETTLE_S = 0.05
+
+
+@procedure("call", case_items)
+def run_call(run: RunContext, clause: Clause, item: Item) -> None:
+    __tracebackhide__ = True
+    case: Case = item.data
+    scenario = case.scenario
+    require(run, [*clause.requires, *scenario.needs()])
+    absent = [n for n in case.args if n in run.spec.all_parameters() and n not in run.params]
+    if absent:
+        pytest.skip(f"not in release {run.release}: push_cache has no parameter {', '.join(absent)}")
+    style = clause.procedure.style
+    with opened(run, scenario) as tb:
+        for name in case.steps or clause.procedure.steps:
+            STEPS[name](tb)
+        tb.watch_freed()
+        for fault in scenario.faults:
+            tb.inject(fault)
+        delay = sum(f.seconds or 0.0 for f in scenario.faults)
+        budget = sync_timeout_s(scenario)
+        call = tb.call(case.args, positional=style == "positional", only_given=style == "only_given")
+        extra = FAULT_BOUND_FACTOR * (delay + budget) if scenario.faults else 0.0
+        outcome = tb.push(call, bound=per_call_bound(run, extra=extra))
+        if scenario.faults and outcome.exc is not None and isinstance(case.expect, Raises):
+            raised_in_time(tb, call, outcome, budget, clause.id, case.name)
+        judge(tb, call, outcome, case.expect, clause.id, case.name, settle_until=outcome.started + delay + SETTLE_S)
+
+
+def raised_in_time(tb: Testbed, call: Call, outcome: Outcome, budget: float, clause_id: str, label: str) -> None:
+    """A timeout comes when sync_kv_timeout expires: at most one timeout per layer, plus scheduling slack."""
+    __tracebackhide__ = True
+    transfer = Observation(tb, call, outcome).transfer
+    layers = max(1, len(transfer.src_layers)) if transfer is not None else 1
+    limit = layers * budget + TIMEOUT_SLACK_S
+    if outcome.seconds > limit:
+        fail(clause_id, label, call, f"push_cache raised only after {outcome.seconds:.2f}s; with sync_kv_timeout "
+             f"{budget * 1000:.0f} ms and {layers} layer(s) it should raise within {limit:.1f}s")

@@ -1,0 +1,51 @@
+"""The steps a case may run after its scenario is built and before the call under test, each bound to its name
+in the schema's ``steps`` enum."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import HarnessError
+from ..testbed import Testbed
+from .common import per_call_bound
+
+Step = Callable[[Testbed], None]
+STEPS: dict[str, Step] = {}
+
+
+def step(name: str) -> Callable[[Step], Step]:
+    def deco(fn: Step) -> Step:
+        STEPS[name] = fn
+        return fn
+    return deco
+
+
+@step("push")
+def _push(tb: Testbed) -> None:
+    call = tb.call({})
+    outcome = tb.push(call, bound=per_call_bound(tb.run))
+    if outcome.exc is not None or outcome.hung:
+        raise HarnessError("the first (valid) push", f"{outcome.describe()}: {call.code}")
+    tb.before["dst"] = tb.read_dst()  # what the first push wrote is the new "before"
+
+
+@step("unlink")
+def _unlink(tb: Testbed) -> None:
+    tb.unlink()
+
+
+@step("deallocate_dst")
+def _deallocate(tb: Testbed) -> None:
+    tb.deallocate("dst")
+
+
+@step("allocate_dst")
+def _allocate_dst(tb: Testbed) -> None:
+    info = tb.make_cache("late", "remote", tb.scenario.dst, guard=tb.want_guard)
+    tb.fill_sentinel(info)
+    tb.dst = info
+
+
+@step("allocate_bystander")
+def _bystander(tb: Testbed) -> None:
+    tb.fill_sentinel(tb.make_cache("bystander", "remote", tb.scenario.dst))

@@ -1,0 +1,105 @@
+"""Example streams: property clauses draw valid layouts from the spec's domains (the ``random_layouts``
+procedure) and judge one push of each. Each stream is a hypothesis run of its own, seeded from its clause ID and
+key under the derandomized profiles, so renaming a title or a case changes no example."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import given, seed, settings
+from hypothesis import strategies as st
+
+from .. import strategies
+from ..context import RunContext
+from ..judging import judge
+from ..profiles import CERTIFY_EXAMPLES
+from ..spec import Clause, Expectation
+from ..spec.expect import check_names
+from .common import opened, per_call_bound, require
+from .registry import Item, procedure
+
+#: seconds each example of a stream adds to its test's time bound (a hung push is caught sooner, per call)
+SECONDS_PER_EXAMPLE = 5
+
+
+def stream_seed(clause_id: str, key: str) -> int:
+    """A stream's seed: from the clause ID and the stream key only (not from titles or test names)."""
+    return zlib.crc32(f"{clause_id}|{key}".encode())
+
+
+def _profile() -> settings:
+    current = settings.default
+    assert current is not None  # hypothesis always has a loaded profile
+    return current
+
+
+def examples(run: RunContext, kind: str) -> int:
+    """Examples per stream of ``kind``: the spec's count, scaled by the loaded hypothesis profile (the certify
+    profile's examples: as written)."""
+    counts = run.spec.generation.examples if run.spec.generation is not None else {}
+    n = int(counts.get(kind, CERTIFY_EXAMPLES))
+    return max(1, n * _profile().max_examples // CERTIFY_EXAMPLES)
+
+
+def run_stream(clause_id: str, key: str, count: int, strategy: st.SearchStrategy[Any],
+               body: Callable[[Any], None]) -> None:
+    """Run ``body`` over ``count`` examples of a hypothesis stream of its own (its seed fixed under the
+    derandomized profiles)."""
+    __tracebackhide__ = True
+
+    @settings(max_examples=count)
+    @given(strategy)
+    def stream(example: Any) -> None:
+        body(example)
+
+    if _profile().derandomize:
+        stream = seed(stream_seed(clause_id, key))(stream)
+    stream()
+
+
+def _layout_items(run: RunContext, clause: Clause) -> list[Item]:
+    """One stream, or one per documented DataType (``each: data_type``) or per placement pair of the clause's
+    level (``each: transfer``)."""
+    each = clause.procedure.each
+    if each == "data_type":
+        dom = strategies.domain(run.spec, clause.level, run.caps, run.params)
+        return [Item(dt, ("data_type", dt), examples(run, "random_layouts_each")) for dt in dom.data_types]
+    if each == "transfer":
+        mine = [p for p in run.spec.types.transfers if p.level.rank <= clause.level.rank]
+        return [Item(f"{p.src}_to_{p.dst}", ("transfer", (p.src, p.dst)), examples(run, "random_layouts_each"))
+                for p in mine]
+    return [Item("layouts", None, examples(run, "random_layouts"))]
+
+
+@procedure("random_layouts", _layout_items)
+def run_random_layouts(run: RunContext, clause: Clause, item: Item) -> None:
+    """Random valid layouts drawn from the spec's domains; each pushed once and judged by the clause's expect."""
+    __tracebackhide__ = True
+    require(run, clause.requires)
+    expectation = clause.expect
+    dom = strategies.domain(run.spec, clause.level, run.caps, run.params)
+    kw: dict[str, Any] = {}
+    if item.data is not None:
+        what, value = item.data
+        if what == "transfer":
+            require(run, [f"placements.{value[0]}", f"placements.{value[1]}"])
+        kw[what] = value
+    if "guards" in check_names(expectation):
+        kw["dst_register"] = True  # guard bands surround registered memory only
+
+    def body(layout: strategies.Layout) -> None:
+        push_layout(run, clause, layout, expectation, str(layout))
+
+    run_stream(clause.id, item.key, item.examples, strategies.layouts(dom, **kw), body)
+
+
+def push_layout(run: RunContext, clause: Clause, layout: strategies.Layout, expectation: Expectation,
+                label: str) -> None:
+    """Open the layout's scenario, push once with its arguments, judge the push."""
+    __tracebackhide__ = True
+    with opened(run, layout.scenario(run.spec.scenario), guard=False, seed=layout.seed) as tb:
+        call = tb.call(layout.args(run.params))
+        outcome = tb.push(call, bound=per_call_bound(run))
+        judge(tb, call, outcome, expectation, clause.id, label)

@@ -1,0 +1,278 @@
+"""The one loader of the push_cache spec: YAML → validated (:mod:`.validate`) → typed objects (:mod:`.model`).
+
+The typed objects are built here and nowhere else: the refines convention is applied, every clause's and case's
+scenario is merged over the baseline and read into a :class:`~.model.Scenario`, every ``expect`` into an
+expectation form, every value of the case value language into a typed expression.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import pathlib
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from .errors import SpecError
+from .expect import parse_expect
+from .levels import Level
+from .model import (
+    Bounds,
+    CacheSpec,
+    Case,
+    Clause,
+    EnumTable,
+    Fault,
+    FieldSpec,
+    Generate,
+    Generation,
+    Member,
+    NodeSpec,
+    Parameter,
+    ProcedureSpec,
+    Products,
+    RecordType,
+    Scenario,
+    Signature,
+    Source,
+    Spec,
+    TransferPair,
+    Types,
+    frozen,
+)
+from .paths import default_spec_path
+from .validate import validate
+from .value_language import parse_value
+
+
+def load_spec(path: str | pathlib.Path | None = None, release: str | None = None) -> Spec:
+    """Load, validate and type a spec (default: the packaged one); optionally select one release.
+
+    Results are cached per (resolved path, mtime, size), so repeated loads are cheap and see edits.
+    """
+    file = pathlib.Path(path) if path is not None else default_spec_path()
+    try:
+        resolved = file.resolve()
+        stat = resolved.stat()
+    except OSError as exc:
+        raise SpecError(file, "$", f"cannot read spec: {exc.strerror or exc}") from None
+    spec = _load_cached(str(resolved), stat.st_mtime_ns, stat.st_size)
+    return spec.for_release(release) if release is not None else spec
+
+
+@functools.lru_cache(maxsize=16)
+def _load_cached(path: str, _mtime_ns: int, _size: int) -> Spec:
+    file = pathlib.Path(path)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise SpecError(file, "$", f"cannot read spec: {exc.strerror or exc}") from None
+    raw = _parse_yaml(file, data)
+    validate(file, raw)
+    return _build(file, raw, hashlib.sha256(data).hexdigest())
+
+
+# ---- YAML -----------------------------------------------------------------------------------------------------
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key repeated in one mapping (YAML would silently keep the last one)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} in one mapping", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _parse_yaml(file: pathlib.Path, data: bytes) -> Any:
+    try:
+        return yaml.load(data, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
+        what = exc.problem or exc.context or "invalid YAML"
+        if exc.context and exc.problem:
+            what = f"{exc.context}: {exc.problem}"
+        raise SpecError(file, where, f"YAML: {what}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(file, "YAML", f"YAML error: {exc}") from None
+
+
+# ---- scenarios ------------------------------------------------------------------------------------------------
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``override`` merged into a copy of ``base``: mappings merge key by key, anything else replaces."""
+    out = dict(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _node(raw: Mapping[str, Any]) -> NodeSpec:
+    # an option set to null in an override is removed from the node's options
+    options = {str(k): str(v) for k, v in (raw.get("options") or {}).items() if v is not None}
+    return NodeSpec(int(raw["cluster_id"]), str(raw.get("role", "PROMPT")), MappingProxyType(options))
+
+
+def _cache(raw: Mapping[str, Any]) -> CacheSpec:
+    return CacheSpec(int(raw["num_tensors"]), tuple(int(d) for d in raw["shape"]), str(raw["data_type"]),
+                     str(raw["placement"]), raw.get("batch_dim_index"), raw.get("seq_len_dim_index"),
+                     raw.get("register"), bool(raw.get("remote_accessible", True)), bool(raw.get("blocks", False)))
+
+
+def _fault(raw: Mapping[str, Any]) -> Fault:
+    seconds = raw.get("seconds")
+    return Fault(str(raw["kind"]), str(raw.get("node", "local")), float(seconds) if seconds is not None else None,
+                 raw.get("peer"))
+
+
+def _args(raw: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType({str(k): parse_value(v) for k, v in (raw or {}).items()})
+
+
+def scenario_of(raw: Mapping[str, Any]) -> Scenario:
+    """A whole scenario (the baseline with every override merged in) as a typed object."""
+    fault = raw.get("fault")
+    faults = fault if isinstance(fault, list) else [fault] if fault else []
+    return Scenario(_node(raw["local"]), _node(raw["remote"]), bool(raw.get("link", True)), _cache(raw["src"]),
+                    _cache(raw["dst"]), _args(raw.get("call")), tuple(_fault(f) for f in faults))
+
+
+# ---- clauses --------------------------------------------------------------------------------------------------
+
+
+def _inherit(raw_clauses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Apply the refines convention: a refining clause without cases takes the refined clause's cases (those
+    without their own expect), scenario (its own scenario merged over it), procedure and requires (union)."""
+    by_id = {c["id"]: c for c in raw_clauses}
+    done: dict[str, dict[str, Any]] = {}
+
+    def resolve(clause: dict[str, Any]) -> dict[str, Any]:
+        if clause["id"] in done:
+            return done[clause["id"]]
+        result = clause
+        target = clause.get("refines")
+        if target in by_id and not clause.get("cases"):
+            parent = resolve(by_id[target])
+            result = dict(clause)
+            result["cases"] = [k for k in parent.get("cases") or () if k.get("expect") is None]
+            result["scenario"] = deep_merge(parent.get("scenario") or {}, clause.get("scenario") or {})
+            requires = list(parent.get("requires") or ())
+            requires += [r for r in clause.get("requires") or () if r not in requires]
+            result["requires"] = requires
+            result.setdefault("procedure", parent.get("procedure"))
+        done[clause["id"]] = result
+        return result
+
+    return [resolve(c) for c in raw_clauses]
+
+
+def _procedure(raw: Mapping[str, Any] | None) -> ProcedureSpec:
+    raw = raw or {}
+    return ProcedureSpec(str(raw.get("name", "call")), str(raw.get("style", "keywords")), tuple(raw.get("steps") or ()),
+                         raw.get("type"), raw.get("table"), raw.get("sizes"), int(raw.get("threads", 4)),
+                         raw.get("each"))
+
+
+def _clause(raw: Mapping[str, Any], baseline: Mapping[str, Any]) -> Clause:
+    merged = deep_merge(baseline, raw.get("scenario"))
+    expect = parse_expect(raw["expect"])
+    cases = tuple(
+        Case(name=str(k["name"]), args=_args(k.get("args")), scenario=scenario_of(deep_merge(merged, k.get("scenario"))),
+             expect=parse_expect(k["expect"]) if k.get("expect") is not None else expect,
+             steps=tuple(k.get("steps") or ()), note=k.get("note"))
+        for k in raw.get("cases") or ()
+    )
+    gen = raw.get("generate")
+    src = raw["source"]
+    return Clause(
+        id=str(raw["id"]), title=str(raw["title"]), level=Level(raw["level"]), family=str(raw["family"]),
+        source=Source(str(src["kind"]), str(src["ref"]), src.get("en"), src.get("zh")),
+        expect=expect, scenario=scenario_of(merged), cases=cases, procedure=_procedure(raw.get("procedure")),
+        generate=Generate(tuple(gen["rules"]), tuple(gen["sides"]) if gen.get("sides") else None,
+                          bool(gen.get("pairs", False))) if gen else None,
+        requires=tuple(raw.get("requires") or ()), since=raw.get("since"), until=raw.get("until"),
+        refines=raw.get("refines"), deviation=raw.get("deviation"), note=raw.get("note"),
+    )
+
+
+# ---- types, signature, generation -----------------------------------------------------------------------------
+
+
+def _bounds(raw: Mapping[str, Any]) -> Bounds:
+    return Bounds(int(raw["min"]), int(raw["max"]))
+
+
+def _types(raw: Mapping[str, Any]) -> Types:
+    enums, records = {}, {}
+    for name, table in raw.items():
+        if isinstance(table, Mapping) and "members" in table:
+            members = {m: Member(int(e["value"]), e.get("size"), e.get("size_source"))
+                       for m, e in table["members"].items()}
+            enums[name] = EnumTable(str(table["kind"]), frozen(members))
+        elif isinstance(table, Mapping) and "fields" in table:
+            fields = {f: FieldSpec(str(e["type"]), e.get("domain"), "default" in e, e.get("default"),
+                                   bool(e.get("attribute", True)))
+                      for f, e in table["fields"].items()}
+            records[name] = RecordType(frozen(fields), table.get("base"))
+    products = raw.get("products") or {}
+    only_named = {k: tuple(v) for k, v in (products.get("only_named") or {}).items() if isinstance(v, list)}
+    pairs = (raw.get("transfers") or {}).get("pairs") or ()
+    return Types(
+        enums=frozen(enums), records=frozen(records),
+        products=Products(tuple(products.get("supported") or ()), frozen(only_named),
+                          tuple(products.get("unsupported") or ())),
+        transfers=tuple(TransferPair(str(p["src"]), str(p["dst"]), Level(p["level"])) for p in pairs),
+        domains=frozen({k: _bounds(v) for k, v in (raw.get("domains") or {}).items()}),
+    )
+
+
+def _signature(raw: Mapping[str, Any]) -> Signature:
+    params = tuple(Parameter(str(p["name"]), str(p["kind"]), str(p["type"]), bool(p.get("required", False)),
+                             "default" in p, p.get("default"))
+                   for p in raw["parameters"])
+    return Signature(raw.get("since"), raw.get("until"), params, raw.get("returns"), bool(raw.get("var_kwargs")))
+
+
+def _generation(raw: Mapping[str, Any] | None) -> Generation | None:
+    if not raw:
+        return None
+    layers = _bounds(raw["layers"])
+    # without tensor bounds: as many tensors as layers, up to two per layer
+    tensors = _bounds(raw["tensors"]) if "tensors" in raw else Bounds(layers.min, layers.max * 2)
+    return Generation(_bounds(raw["rank"]), _bounds(raw["batch"]), layers, tensors, _bounds(raw["tensor_bytes"]),
+                      frozen({str(k): int(v) for k, v in raw["examples"].items()}))
+
+
+def _build(file: pathlib.Path, raw: dict[str, Any], sha256: str) -> Spec:
+    clauses = tuple(_clause(c, raw["scenario"]) for c in _inherit(raw["clauses"]))
+    return Spec(
+        version=str(raw["spec_version"]),
+        releases=tuple(str(r["name"]) for r in raw["releases"]),
+        clauses=clauses,
+        scenario=scenario_of(raw["scenario"]),
+        types=_types(raw["types"]),
+        signatures=tuple(_signature(s) for s in raw["signature"]),
+        generation=_generation(raw.get("generation")),
+        path=file,
+        sha256=sha256,
+        _by_id=frozen({c.id: c for c in clauses}),
+    )

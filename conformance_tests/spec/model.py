@@ -1,0 +1,397 @@
+"""The typed spec: what :func:`conformance_tests.spec.load_spec` returns.
+
+Every object here is built once, at load, from a spec that passed its schema and the loader's checks; nothing
+downstream reads the YAML. Clauses and cases are identified by their object (one per load), so they compare
+and hash by identity; the value objects (scenarios, caches, faults, expectations) compare by value.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from .errors import SpecError, suggest
+from .expect import Expectation
+from .levels import Level
+from .value_language import ValueExpr
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A read-only view of a mapping built at load."""
+    return MappingProxyType(dict(mapping or {}))
+
+
+# ---------------------------------------------------------------------------------------------------- scenario
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of a scenario: its cluster id, role and the llm.* options its LLMConfig would generate."""
+
+    cluster_id: int
+    role: str
+    options: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+
+    def protocol(self) -> dict[str, Any]:
+        """The node spec the backend protocol's ``open_cluster`` takes."""
+        return {"cluster_id": self.cluster_id, "role": self.role, "options": dict(self.options)}
+
+    def option_int(self, name: str) -> int | None:
+        value = self.options.get(name)
+        try:
+            return int(value) if value is not None else None
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """One cache of a scenario. ``register`` None lets the kit choose (registered memory with guard bands where
+    the backend can, for a destination)."""
+
+    num_tensors: int
+    shape: tuple[int, ...]
+    data_type: str
+    placement: str
+    batch_dim_index: int | None = None
+    seq_len_dim_index: int | None = None
+    register: bool | None = None
+    remote_accessible: bool = True
+    blocks: bool = False
+
+    def with_(self, **changes: Any) -> CacheSpec:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Injected with ``Node.inject`` on ``node`` after the caches are set up and linked, before the call."""
+
+    kind: str
+    node: str = "local"
+    seconds: float | None = None
+    peer: str | None = None
+
+    def protocol(self, cluster_ids: Mapping[str, int]) -> dict[str, Any]:
+        """The fault the protocol's ``inject`` takes (a peer named by role becomes its cluster id)."""
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.seconds is not None:
+            out["seconds"] = self.seconds
+        if self.peer is not None:
+            out["peer"] = cluster_ids[self.peer]
+        return out
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What a test opens before its call: two nodes, a link, a source and a destination cache, the baseline call
+    (arguments in the value language) and the faults to inject."""
+
+    local: NodeSpec
+    remote: NodeSpec
+    link: bool
+    src: CacheSpec
+    dst: CacheSpec
+    call: Mapping[str, ValueExpr]
+    faults: tuple[Fault, ...] = ()
+
+    def with_(self, **changes: Any) -> Scenario:
+        return replace(self, **changes)
+
+    def needs(self) -> list[str]:
+        """Capabilities the scenario needs from a backend (placements, registered memory, blocks caches)."""
+        need = []
+        for cache in (self.src, self.dst):
+            need.append(f"placements.{cache.placement}")
+            if cache.register:
+                need += ["register_cache", "raw_memory"]
+            if cache.blocks:
+                need.append("blocks_cache")
+        return need
+
+
+# ---------------------------------------------------------------------------------------------------- clauses
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str  # doc | facts
+    ref: str
+    en: str | None = None
+    zh: str | None = None
+
+
+@dataclass(frozen=True)
+class ProcedureSpec:
+    """How a clause's tests run: a registered procedure (``name``) and its settings."""
+
+    name: str = "call"
+    style: str = "keywords"  # call: keywords, positional, only_given
+    steps: tuple[str, ...] = ()  # call: run before the call under test
+    type: str | None = None  # construct: the node.api type
+    table: str | None = None  # enum_values: the types table
+    sizes: str | None = None  # element_size: documented | vendor
+    threads: int = 4  # concurrent
+    each: str | None = None  # random_layouts: one stream per data_type / transfer
+
+
+@dataclass(frozen=True)
+class Generate:
+    """Invalid inputs generated from a clause's restriction: each rule on each side named, and in pairs."""
+
+    rules: tuple[str, ...]
+    sides: tuple[str, ...] | None = None
+    pairs: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Case:
+    """One input that triggers a clause: its arguments, its whole scenario and the outcome it expects."""
+
+    name: str
+    args: Mapping[str, ValueExpr]
+    scenario: Scenario
+    expect: Expectation
+    steps: tuple[str, ...] = ()
+    note: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Case({self.name})"
+
+
+@dataclass(frozen=True, eq=False)
+class Clause:
+    id: str
+    title: str
+    level: Level
+    family: str
+    source: Source
+    expect: Expectation
+    scenario: Scenario  # the baseline merged with the clause's overrides
+    cases: tuple[Case, ...] = ()
+    procedure: ProcedureSpec = ProcedureSpec()
+    generate: Generate | None = None
+    requires: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    refines: str | None = None
+    deviation: str | None = None
+    note: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Clause({self.id})"
+
+
+# ---------------------------------------------------------------------------------------------------- types
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member of an enum table; ``size`` (DataType) is the element size in bytes, ``size_source`` says
+    whose it is where the documentation gives none (vendor)."""
+
+    value: int
+    size: int | None = None
+    size_source: str | None = None
+
+
+@dataclass(frozen=True)
+class EnumTable:
+    kind: str  # Enum | IntEnum
+    members: Mapping[str, Member]
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """A field of one of the API's value types (a constructor argument and, unless ``attribute`` is false, an
+    attribute of the object)."""
+
+    type: str
+    domain: str | None = None
+    has_default: bool = False
+    default: Any = None
+    attribute: bool = True
+
+
+@dataclass(frozen=True)
+class RecordType:
+    fields: Mapping[str, FieldSpec]
+    base: str | None = None  # an exception's base class
+
+
+@dataclass(frozen=True)
+class Bounds:
+    min: int
+    max: int
+
+
+@dataclass(frozen=True)
+class TransferPair:
+    src: str
+    dst: str
+    level: Level
+
+
+@dataclass(frozen=True)
+class Products:
+    """The applicability tables: supported products, families of which only named products are supported, and
+    the unsupported ones."""
+
+    supported: tuple[str, ...] = ()
+    only_named: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: EMPTY)
+    unsupported: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Types:
+    enums: Mapping[str, EnumTable]
+    records: Mapping[str, RecordType]
+    products: Products
+    transfers: tuple[TransferPair, ...]
+    domains: Mapping[str, Bounds]
+
+    def element_size(self, data_type: str) -> int | None:
+        member = self.enums["DataType"].members.get(data_type) if "DataType" in self.enums else None
+        return member.size if member is not None else None
+
+    def field_type(self, name: str) -> str | None:
+        """The type of the first value-type field called ``name`` (constructor arguments are typed by it)."""
+        for record in self.records.values():
+            if name in record.fields:
+                return record.fields[name].type
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------- signature
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    kind: str  # positional_or_keyword | var_keyword
+    type: str
+    required: bool = False
+    has_default: bool = False
+    default: Any = None
+
+    @property
+    def through_kwargs(self) -> tuple[str, ...]:
+        """The parameter names a ``var_keyword`` entry takes (listed, comma-separated, in its type)."""
+        return tuple(n.strip() for n in self.type.split(",") if n.strip()) if self.kind == "var_keyword" else ()
+
+
+@dataclass(frozen=True)
+class Signature:
+    """push_cache's signature over a range of releases ([since, until))."""
+
+    since: str | None
+    until: str | None
+    parameters: tuple[Parameter, ...]
+    returns: str | None = None
+    var_kwargs: bool = False
+
+    @property
+    def declared(self) -> tuple[Parameter, ...]:
+        return tuple(p for p in self.parameters if p.kind != "var_keyword")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every parameter name the release takes: declared ones, then those taken through ``**kwargs``."""
+        return tuple(p.name for p in self.declared) + tuple(n for p in self.parameters for n in p.through_kwargs)
+
+    @property
+    def takes_var_kwargs(self) -> bool:
+        return self.var_kwargs or any(p.kind == "var_keyword" for p in self.parameters)
+
+    def default(self, name: str) -> Any:
+        for p in self.declared:
+            if p.name == name and p.has_default:
+                return p.default
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------- spec
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Bounds of the layouts property tests draw, and the examples per stream (certify profile)."""
+
+    rank: Bounds
+    batch: Bounds
+    layers: Bounds
+    tensors: Bounds
+    tensor_bytes: Bounds
+    examples: Mapping[str, int]
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    version: str
+    releases: tuple[str, ...]
+    clauses: tuple[Clause, ...]
+    scenario: Scenario
+    types: Types
+    signatures: tuple[Signature, ...]
+    generation: Generation | None  # None: the spec draws no layouts
+    path: pathlib.Path
+    sha256: str
+    release: str | None = None  # set by for_release(): the release the clauses were selected for
+    _by_id: Mapping[str, Clause] = field(default_factory=lambda: EMPTY, repr=False)
+
+    def clause(self, id: str) -> Clause:  # noqa: A002 - the public API names it id
+        found = self._by_id.get(id)
+        if found is None or found not in self.clauses:
+            scope = f" for release {self.release}" if self.release else ""
+            raise KeyError(f"no clause {id!r} in {self.path}{scope}{suggest(id, [c.id for c in self.clauses])}")
+        return found
+
+    def release_index(self, release: str) -> int:
+        try:
+            return self.releases.index(release)
+        except ValueError:
+            raise SpecError(self.path, "release argument", f"unknown release {release!r}; known releases: "
+                            f"{', '.join(self.releases)}") from None
+
+    def in_range(self, since: str | None, until: str | None, release: str) -> bool:
+        """Whether ``release`` lies in [since, until)."""
+        index = self.release_index(release)
+        low = self.releases.index(since) if since is not None else 0
+        high = self.releases.index(until) if until is not None else len(self.releases)
+        return low <= index < high
+
+    def applies(self, clause: Clause, release: str) -> bool:
+        return self.in_range(clause.since, clause.until, release)
+
+    def for_release(self, release: str) -> Spec:
+        """A copy holding only the clauses that hold in ``release``."""
+        self.release_index(release)
+        kept = tuple(c for c in self.clauses if self.applies(c, release))
+        return replace(self, clauses=kept, release=release)
+
+    def signature_for(self, release: str) -> Signature:
+        """The signature whose [since, until) range contains ``release`` (the loader checked that one does)."""
+        return next(s for s in self.signatures if self.in_range(s.since, s.until, release))
+
+    def all_parameters(self) -> tuple[str, ...]:
+        """Every parameter name of every release's signature, the newest declaration order first, then those
+        some release takes through ``**kwargs``."""
+        names: dict[str, None] = {}
+        for sig in reversed(self.signatures):
+            names.update(dict.fromkeys(p.name for p in sig.declared))
+        for sig in self.signatures:
+            names.update(dict.fromkeys(n for p in sig.parameters for n in p.through_kwargs))
+        return tuple(names)
+
+    def newest_release(self, declared: Any = None) -> str:
+        """The newest release the backend declares (capabilities ``spec_versions``), else the newest."""
+        if declared:
+            known = [r for r in self.releases if r in set(declared)]
+            if known:
+                return known[-1]
+        return self.releases[-1]

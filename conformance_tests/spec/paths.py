@@ -1,0 +1,41 @@
+"""Where the packaged spec and its schema are (``push_cache_spec``), and the vocabularies the schema defines."""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import pathlib
+from typing import Any
+
+SPEC_PACKAGE = "push_cache_spec"
+SPEC_FILE = "push_cache.yaml"
+SCHEMA_FILE = "spec.schema.json"
+
+
+def default_spec_path() -> pathlib.Path:
+    """The packaged spec: ``push_cache_spec/push_cache.yaml``."""
+    return pathlib.Path(str(importlib.resources.files(SPEC_PACKAGE) / SPEC_FILE))
+
+
+def default_schema_path() -> pathlib.Path:
+    return pathlib.Path(str(importlib.resources.files(SPEC_PACKAGE) / SCHEMA_FILE))
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The spec's JSON Schema (read once)."""
+    return dict(json.loads(default_schema_path().read_text(encoding="utf-8")))
+
+
+def schema_enum(*path: str) -> tuple[str, ...]:
+    """The values of an enum of the schema's ``$defs``, e.g. ``schema_enum("clause", "family")``."""
+    node: Any = schema()["$defs"][path[0]]
+    for part in path[1:]:
+        node = node["properties"][part]
+    return tuple(node["enum"] if "enum" in node else node["items"]["enum"])
+
+
+def families() -> tuple[str, ...]:
+    """The clause families, in the schema's (and the reports') order."""
+    return schema_enum("clause", "family")

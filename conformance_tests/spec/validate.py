@@ -1,0 +1,300 @@
+"""Whether a parsed spec can be used: its JSON Schema (draft 2020-12), then the cross-references the schema
+cannot express (unique ids and case names, release markers, signature ranges, refines, status names).
+
+Every problem is a (JSON path, what was expected) pair; :func:`validate` raises the first as a
+:class:`~conformance_tests.spec.errors.SpecError` and keeps them all in ``problems``.
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jsonschema
+
+from .errors import SpecError, json_path, suggest
+from .paths import schema
+from .value_language import ValueLanguageError, parse_value
+
+
+def validate(file: pathlib.Path, raw: Any) -> None:
+    """Raise a SpecError for the first problem of ``raw`` (the parsed YAML of ``file``)."""
+    _validate_schema(file, raw)
+    problems = list(_semantic_problems(raw))
+    if problems:
+        where, what = problems[0]
+        error = SpecError(file, where, what)
+        error.problems = problems
+        raise error
+
+
+# ---- schema ---------------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    document = schema()
+    cls = jsonschema.validators.validator_for(document)
+    cls.check_schema(document)
+    return cls(document)
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+               float: "a number", type(None): "null"}
+
+
+def _json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _got(value: Any) -> str:
+    return "null" if value is None else f"{_json_type(value)} {_short(value)}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _validate_schema(file: pathlib.Path, raw: Any) -> None:
+    errors = list(_validator().iter_errors(raw))
+    if not errors:
+        return
+    best = jsonschema.exceptions.best_match(errors)
+    assert best is not None
+    where, what = _describe_schema_error(best)
+    raise SpecError(file, where, what)
+
+
+def _parts(error: jsonschema.ValidationError) -> tuple[str, Any, Any, Any]:
+    """(keyword, the keyword's value in the schema, the offending instance, the subschema)."""
+    return str(error.validator), error.validator_value, error.instance, error.schema
+
+
+def _describe_schema_error(error: jsonschema.ValidationError) -> tuple[str, str]:
+    where = error.json_path
+    kind, expected, value, schema = _parts(error)
+    if isinstance(schema, dict) and "x-error" in schema:
+        return where, str(schema["x-error"])
+    if "propertyNames" in error.schema_path:
+        # jsonschema reports a bad key at the mapping that holds it; point at the key itself.
+        return f"{where}.{value}", f"key {value!r} is not allowed here; {_describe_schema_error_text(error)}"
+    if kind == "additionalProperties" and isinstance(value, dict):
+        allowed = sorted(schema.get("properties", {}))
+        extra = [k for k in value if k not in allowed]
+        if extra:
+            if not isinstance(extra[0], str):
+                hint = (" (YAML 1.1 reads unquoted on/off/yes/no/true/false/null and numbers as non-strings; "
+                        "quote the key)")
+                return f"{where}.{extra[0]}", (f"unknown key {extra[0]!r}{hint}; "
+                                               f"allowed keys: {', '.join(allowed)}")
+            key = extra[0]
+            return f"{where}.{key}", (f"unknown key {key!r}{suggest(key, allowed)}; "
+                                      f"allowed keys: {', '.join(allowed)}")
+    if kind == "required" and isinstance(value, dict):
+        missing = [k for k in expected if k not in value]
+        return where, f"missing required key {missing[0]!r}" if missing else error.message
+    if kind == "dependentRequired" and isinstance(value, dict):
+        for key, needs in expected.items():
+            lacking = [n for n in needs if key in value and n not in value]
+            if lacking:
+                return where, f"key {key!r} needs key {lacking[0]!r} alongside it"
+    return where, _describe_schema_error_text(error)
+
+
+def _describe_schema_error_text(error: jsonschema.ValidationError) -> str:
+    kind, expected, value, schema = _parts(error)
+    if kind == "enum":
+        return f"expected one of {', '.join(map(str, expected))}; got {_short(value)}"
+    if kind == "const":
+        return f"expected {_short(expected)}; got {_short(value)}"
+    if kind == "type":
+        names = [expected] if isinstance(expected, str) else list(expected)
+        return f"expected {' or '.join(names)}; got {_got(value)}"
+    if kind == "pattern":
+        return f"expected a string matching {expected}; got {_short(value)}"
+    if kind == "minItems":
+        return f"expected at least {expected} item(s); got {len(value)}"
+    if kind == "maxItems":
+        return f"expected at most {expected} item(s); got {len(value)}"
+    if kind == "minProperties":
+        return f"expected at least {expected} key(s); got none" if not value else error.message
+    if kind == "maxProperties":
+        return f"expected at most {expected} key(s); got {len(value)}"
+    if kind == "minLength":
+        return "expected a non-empty string"
+    if kind == "uniqueItems":
+        return f"expected unique items; got duplicates in {_short(value)}"
+    return error.message
+
+
+# ---- semantic checks ------------------------------------------------------------------------------------------
+
+Problem = tuple[str, str]
+
+
+def _semantic_problems(raw: dict[str, Any]) -> Iterator[Problem]:
+    releases = [r["name"] for r in raw["releases"]]
+    yield from _check_releases(raw, releases)
+    yield from _check_types(raw)
+    yield from _check_signature(raw, releases)
+    statuses = set(raw["types"]["LLMStatusCode"]["members"])
+    clauses = raw["clauses"]
+    yield from _check_values((raw["scenario"].get("call") or {}), ("scenario", "call"))
+
+    by_id: dict[str, int] = {}
+    for i, clause in enumerate(clauses):
+        cid = clause["id"]
+        if cid in by_id:
+            yield json_path("clauses", i, "id"), f"duplicate clause id {cid!r} (first at {json_path('clauses', by_id[cid])})"
+        else:
+            by_id[cid] = i
+
+    for i, clause in enumerate(clauses):
+        at = ("clauses", i)
+        cid = clause["id"]
+        family = cid.split(".")[1]
+        if family != clause["family"]:
+            yield (json_path(*at, "family"),
+                   f"family {clause['family']!r} does not match the id {cid!r} (second component {family!r})")
+        yield from _check_range(clause, releases, at)
+        source = clause["source"]
+        if clause["level"] == "must" and source["kind"] == "doc":
+            missing = [lang for lang in ("en", "zh") if not source.get(lang)]
+            if missing:
+                yield (json_path(*at, "source"),
+                       f"a must clause sourced from the documentation needs both en and zh sentences "
+                       f"(missing: {', '.join(missing)})")
+        target = clause.get("refines")
+        if target is not None:
+            yield from _check_refines(clause, target, clauses, by_id, at)
+        yield from _check_expect(clause["expect"], statuses, (*at, "expect"))
+        names: dict[str, int] = {}
+        for j, case in enumerate(clause.get("cases") or ()):
+            cat = (*at, "cases", j)
+            if case["name"] in names:
+                yield (json_path(*cat, "name"), f"duplicate case name {case['name']!r} in clause {cid} "
+                       f"(first at {json_path(*at, 'cases', names[case['name']])})")
+            names.setdefault(case["name"], j)
+            if case.get("expect") is not None:
+                yield from _check_expect(case["expect"], statuses, (*cat, "expect"))
+            yield from _check_values(case.get("args") or {}, (*cat, "args"))
+            yield from _check_values((case.get("scenario") or {}).get("call") or {}, (*cat, "scenario", "call"))
+        yield from _check_values((clause.get("scenario") or {}).get("call") or {}, (*at, "scenario", "call"))
+
+
+def _check_values(args: Mapping[str, Any], at: tuple[str | int, ...]) -> Iterator[Problem]:
+    """Every value of the case value language reads (an {int: ...} within its bounds, every symbol known)."""
+    for name, value in args.items():
+        try:
+            parse_value(value)
+        except ValueLanguageError as exc:
+            yield json_path(*at, name), str(exc)
+
+
+def _check_releases(raw: dict[str, Any], releases: list[str]) -> Iterator[Problem]:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(releases):
+        if name in seen:
+            yield json_path("releases", i, "name"), f"duplicate release {name!r} (first at {json_path('releases', seen[name])})"
+        seen.setdefault(name, i)
+    if raw["spec_version"] != releases[-1]:
+        yield (json_path("spec_version"), f"expected the newest release, {releases[-1]!r} (the last entry of "
+               f"releases); got {raw['spec_version']!r}")
+
+
+def _check_types(raw: dict[str, Any]) -> Iterator[Problem]:
+    for name, table in raw["types"].items():
+        if not (isinstance(table, dict) and "members" in table):
+            continue  # not an enum table (the schema checked the shape of those that are)
+        seen: dict[int, str] = {}
+        for member, entry in table["members"].items():
+            value = entry["value"]
+            if value in seen:
+                yield (json_path("types", name, "members", member, "value"),
+                       f"value {value} already used by {name}.{seen[value]}")
+            seen.setdefault(value, member)
+
+
+def _check_marker(value: str | None, releases: list[str], at: tuple[str | int, ...]) -> Iterator[Problem]:
+    if value is not None and value not in releases:
+        yield json_path(*at), f"unknown release {value!r}{suggest(value, releases)}; known releases: {', '.join(releases)}"
+
+
+def _check_range(obj: Mapping[str, Any], releases: list[str], at: tuple[str | int, ...]) -> Iterator[Problem]:
+    since, until = obj.get("since"), obj.get("until")
+    problems = [*_check_marker(since, releases, (*at, "since")), *_check_marker(until, releases, (*at, "until"))]
+    yield from problems
+    if not problems and since is not None and until is not None:
+        if releases.index(since) >= releases.index(until):
+            yield (json_path(*at, "until"), f"until ({until}) must be a later release than since ({since}); "
+                   "until is exclusive")
+
+
+def _check_signature(raw: dict[str, Any], releases: list[str]) -> Iterator[Problem]:
+    covered: dict[str, int] = {}
+    broken = False  # a bad range: coverage is not judged
+    for i, entry in enumerate(raw["signature"]):
+        at = ("signature", i)
+        problems = list(_check_range(entry, releases, at))
+        broken = broken or bool(problems)
+        yield from problems
+        names: set[str] = set()
+        for j, param in enumerate(entry["parameters"]):
+            if param["name"] in names:
+                yield json_path(*at, "parameters", j, "name"), f"duplicate parameter {param['name']!r}"
+            names.add(param["name"])
+        if problems:
+            continue
+        low = releases.index(entry["since"]) if entry.get("since") else 0
+        high = releases.index(entry["until"]) if entry.get("until") else len(releases)
+        for release in releases[low:high]:
+            if release in covered:
+                yield (json_path(*at), f"release {release} is also covered by {json_path('signature', covered[release])}; "
+                       "signature ranges must not overlap")
+                break
+            covered[release] = i
+    uncovered = [r for r in releases if r not in covered]
+    if uncovered and not broken:
+        yield json_path("signature"), f"no signature entry covers release(s) {', '.join(uncovered)}"
+
+
+def _check_refines(clause: Mapping[str, Any], target: str, clauses: list[dict[str, Any]],
+                   by_id: Mapping[str, int], at: tuple[str | int, ...]) -> Iterator[Problem]:
+    where = json_path(*at, "refines")
+    if target == clause["id"]:
+        yield where, "a clause cannot refine itself"
+        return
+    if target not in by_id:
+        yield where, f"refines names no clause: {target!r}{suggest(target, by_id)}"
+        return
+    refined = clauses[by_id[target]]
+    if clause["level"] == "should" and refined["level"] not in ("must", "may"):
+        yield (where, f"a should clause must refine a must or may clause; {target} is "
+               f"{refined['level']!r}")
+        return
+    seen = {clause["id"]}
+    current: Mapping[str, Any] | None = refined
+    while current is not None and current.get("refines"):
+        if current["id"] in seen:
+            yield where, f"refines forms a cycle through {current['id']}"
+            return
+        seen.add(current["id"])
+        nxt = current["refines"]
+        current = clauses[by_id[nxt]] if nxt in by_id else None
+
+
+def _check_expect(expect: Mapping[str, Any], statuses: set[str], at: tuple[str | int, ...]) -> Iterator[Problem]:
+    if "status" in expect:
+        status = expect["status"]
+        raises = list(expect.get("raises", ()))
+        if raises != ["LLMException"]:
+            yield (json_path(*at, "status"), f"status is only allowed with raises: [LLMException]; "
+                   f"got raises: [{', '.join(raises)}]")
+        if status not in statuses:
+            yield (json_path(*at, "status"), f"unknown status {status!r}{suggest(status, statuses)}; "
+                   "expected a member of types.LLMStatusCode.members")
+    for k, allowed in enumerate(expect.get("allowed") or ()):
+        yield from _check_expect(allowed, statuses, (*at, "allowed", k))
