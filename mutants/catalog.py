@@ -759,6 +759,18 @@ class zips_unequal_ranges(CacheManager):
         return zip(a.src_layer_range, a.dst_layer_range, strict=False)   # the longer range's tail is dropped
 
 
+@mutant("compares the layer ranges as passed, before None is read as every layer: refuses None beside range(0, L)",
+        ("push_cache.restriction.ranges_equal.default_is_all_layers",))
+class compares_ranges_before_default(CacheManager):
+    push_check_order = tuple(s for step in CacheManager.push_check_order
+                             for s in (("_check_ranges_as_passed", step) if step == "_default_layer_ranges" else (step,)))
+
+    def _check_ranges_as_passed(self, a):  # type: ignore[no-untyped-def]
+        raise_if_false((a.src_layer_range is None) == (a.dst_layer_range is None),
+                       "[push_cache] param check failed, src_layer_range ({0}) and dst_layer_range ({1}) "
+                       "must have the same value.", a.src_layer_range, a.dst_layer_range)
+
+
 @mutant("checks only the source for host->device contiguity: writes a host cache into a blocks device cache",
         ("push_cache.restriction.host_to_device.contiguous",))
 class blocks_device_destination(CacheManager):
