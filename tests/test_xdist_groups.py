@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.conftest import grouped_modules
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 def test_the_modules_with_full_runs_in_a_module_fixture_are_grouped() -> None:

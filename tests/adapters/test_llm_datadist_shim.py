@@ -19,12 +19,13 @@ from typing import Any
 import pytest
 
 from reference_impl.multiprocess import nixl_available
-from tests.adapters.conftest import ROOT, run_certify
-from tests.nodehost.helpers import ADDRESSES, AgentRun
+from tests.helpers import ROOT
+from tests.helpers.certify import certify
+from tests.helpers.nixl import NIXL_INSTALL
+from tests.helpers.processes import ADDRESSES, AgentRun
 
 NIXL = nixl_available()
-needs_nixl = pytest.mark.skipif(NIXL is not None, reason=f"NIXL is not installed ({NIXL}): pip install --no-deps "
-                                                          "nixl==1.5.1 nixl-cu12==1.5.1")
+needs_nixl = pytest.mark.skipif(NIXL is not None, reason=f"NIXL is not installed ({NIXL}): {NIXL_INSTALL}")
 
 
 def test_entry_point_names_the_node_host() -> None:
@@ -63,8 +64,8 @@ def test_llm_datadist_with_nodes_on_two_agents_is_certified(shim_path: Path, tmp
     config.write_text("agents: [" + ", ".join(f"{h}:{p}" for h, p in (r.address for r in runs)) + "]\n"
                       "key_file: agents.key\n")
     try:
-        proc = run_certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "report"),
-                           pythonpath=[shim_path], timeout=1500, env={"NODEHOST_CONFIG": str(config)})
+        proc = certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "report"), isolation=(),
+                       pythonpath=[shim_path], timeout=1500, env={"NODEHOST_CONFIG": str(config)})
     finally:
         for run in runs:
             run.kill()
@@ -80,7 +81,7 @@ def test_llm_datadist_with_nodes_on_two_agents_is_certified(shim_path: Path, tmp
 
 def test_without_the_package_the_backend_says_so(tmp_path: Path) -> None:
     """No llm_datadist importable: a one-line usage error naming the module, not a traceback."""
-    proc = run_certify("--backend", "llm_datadist", "--no-reports", pythonpath=[tmp_path], timeout=120)
+    proc = certify("--backend", "llm_datadist", "--no-reports", isolation=(), pythonpath=[tmp_path], timeout=120)
     if proc.returncode != 2 and "llm_datadist" in sys.modules:
         pytest.skip("an llm_datadist package is installed here")
     out = proc.stdout + proc.stderr
@@ -104,6 +105,6 @@ def _real_package() -> Any:
 @pytest.mark.skipif(_real_package() is not None, reason=str(_real_package()))
 def test_real_llm_datadist_smoke() -> None:  # pragma: no cover - needs an Ascend host
     """On an Ascend host: the smoke check of a certification (one valid push), on the real package."""
-    proc = run_certify("--backend", "llm_datadist", "--clauses", "push_cache.data.*", "--no-reports",
-                       pythonpath=[], timeout=1800)
+    proc = certify("--backend", "llm_datadist", "--clauses", "push_cache.data.*", "--no-reports", isolation=(),
+                   pythonpath=[], timeout=1800)
     assert proc.returncode in (0, 5), (proc.stdout + proc.stderr)[-4000:]

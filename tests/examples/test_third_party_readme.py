@@ -8,11 +8,11 @@ import re
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 README = ROOT / "examples" / "third_party_backend" / "README.md"
 BLOCK = re.compile(r"```sh\n(python -m conformance_tests certify[^`]*?)```\s*\n\s*Expected: ([^\n]+)\n", re.S)
 

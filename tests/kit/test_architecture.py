@@ -8,10 +8,9 @@ import ast
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 
 def _modules_doc() -> ModuleType:

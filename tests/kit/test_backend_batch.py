@@ -4,7 +4,6 @@ when a node has one, fall back to one call at a time when it has none, and never
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,8 +12,8 @@ import pytest
 from conformance_tests.backend import BATCHABLE, call_each
 from conformance_tests.isolation import IsolatedBackend
 from reference_impl.backend import backend as reference
+from tests.helpers.certify import FAKES
 
-FAKES = Path(__file__).resolve().parent / "fakes"
 _POOL = '{"memory_size": 1048576, "page_shift": 16}'
 SPECS = [{"cluster_id": 1, "role": "PROMPT", "options": {"llm.EnableCacheManager": "1", "llm.MemPoolConfig": _POOL,
                                                          "llm.HostMemPoolConfig": _POOL}}]

@@ -11,15 +11,12 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from conformance_tests.exitcodes import ADAPTER_ERROR, NOT_CERTIFIED, PARTIAL, USAGE_ERROR
-from tests.certify_runner import certify
-
-ROOT = Path(__file__).resolve().parents[2]
-FAKES = Path(__file__).resolve().parent / "fakes"
+from tests.helpers import ROOT
+from tests.helpers.certify import FAKES, certify
 
 
 def output(proc: subprocess.CompletedProcess[str]) -> str:

@@ -23,7 +23,8 @@ from conformance_tests.deadlines import Deadlines, Hung
 from conformance_tests.exitcodes import NOT_CERTIFIED, PARTIAL
 from conformance_tests.options import OPTIONS
 from conformance_tests.state import DEFAULT_MAX_TIME_S
-from tests.certify_runner import FAKES, ROOT, certify
+from tests.helpers import ROOT
+from tests.helpers.certify import FAKES, certify
 
 #: the batch-1 pushes are in src_batch_slice[batch_1] and size_default's two tests; the others push batch 0, 2, 3
 CLAUSES = "push_cache.data.src_batch_slice,push_cache.data.size_default,push_cache.data.dst_batch_slice"

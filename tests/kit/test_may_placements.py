@@ -6,11 +6,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-from tests.certify_runner import IN_PROCESS
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+from tests.helpers.certify import IN_PROCESS
 
 
 def test_a_backend_refusing_host_to_host_is_certified(tmp_path):

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.certify_runner import IN_PROCESS
+from tests.helpers import ROOT
+from tests.helpers.certify import IN_PROCESS
 
-ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "conformance_tests"
 CLAUSE_ID = re.compile(r"push_cache\.[a-z_]+\.[a-z0-9_.]+")
 

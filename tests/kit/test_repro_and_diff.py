@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.certify_runner import IN_PROCESS
+from tests.helpers import ROOT
+from tests.helpers.certify import IN_PROCESS
 
 # one pytest-xdist worker runs this module: its module fixture (two runs) then runs once, not once per worker
 pytestmark = pytest.mark.xdist_group("test_repro_and_diff")
 
-ROOT = Path(__file__).resolve().parents[2]
 CLAUSES = "push_cache.data.src_batch_slice,push_cache.restriction.layer_range.step*,push_cache.restriction.size.*"
 
 

@@ -8,12 +8,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-from tests.certify_runner import IN_PROCESS
-
-ROOT = Path(__file__).resolve().parents[2]
-FAKES = Path(__file__).resolve().parent / "fakes"
+from tests.helpers import ROOT
+from tests.helpers.certify import FAKES, IN_PROCESS
 
 
 def test_a_link_that_refuses_gives_error_rows_naming_the_step(tmp_path):

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from conformance_tests.exitcodes import USAGE_ERROR
-from tests.certify_runner import IN_PROCESS
+from tests.helpers import ROOT
+from tests.helpers.certify import IN_PROCESS
 
-ROOT = Path(__file__).resolve().parents[2]
 LEGACY = "tests.kit.fakes.legacy_backend:backend"
 
 

@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from conformance_tests.spec import load_spec
+from tests.helpers import ROOT
 
 # one pytest-xdist worker runs this module: its module fixture (a full run) then runs once, not once per worker
 pytestmark = pytest.mark.xdist_group("test_vendor_deviations")
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _certify(backend: str, out: Path, *args: str) -> dict:

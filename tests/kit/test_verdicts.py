@@ -28,13 +28,12 @@ from conformance_tests.exitcodes import (
     USAGE_ERROR,
 )
 from conformance_tests.report.folders import REPORT_FILES
-from tests.certify_runner import IN_PROCESS, certify
+from tests.helpers import ROOT
+from tests.helpers.certify import FAKES, IN_PROCESS, certify
 
 # one pytest-xdist worker runs this module: its module fixture (three full runs) then runs once, not once per worker
 pytestmark = pytest.mark.xdist_group("test_verdicts")
 
-ROOT = Path(__file__).resolve().parents[2]
-FAKES = Path(__file__).resolve().parent / "fakes"
 SMALL = "push_cache.signature.*"  # a handful of fast tests, for runs that need only a few
 
 

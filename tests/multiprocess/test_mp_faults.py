@@ -12,6 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers.data import SENTINEL, fill_random, fill_sentinel, guarded_cache, guards_intact, snapshot
+from tests.helpers.nodes import TIMEOUT_MS, specs
+from tests.helpers.processes import process_gone
+
 
 def _idle_pids() -> list[int]:
     from reference_impl.multiprocess.backend import _POOL
@@ -23,13 +27,13 @@ def _desc(api: Any, num_tensors: int = 4, shape: tuple[int, ...] = (2, 32)) -> A
     return api.CacheDesc(num_tensors, list(shape), api.DataType.DT_UINT8, api.Placement.DEVICE)
 
 
-def _setup(cluster: Any, h: Any, num_tensors: int = 4, server: int = 2) -> tuple[Any, Any, Any, list[np.ndarray]]:
+def _setup(cluster: Any, num_tensors: int = 4, server: int = 2) -> tuple[Any, Any, Any, list[np.ndarray]]:
     local, remote = cluster.node(1), cluster.node(server)
     api = local.api
     src = local.cache_manager.allocate_cache(_desc(api, num_tensors))
-    data = h.fill_random(local, src, seed=5)
+    data = fill_random(local, src, seed=5)
     dst = remote.cache_manager.allocate_cache(_desc(api, num_tensors))
-    h.fill_sentinel(remote, dst)
+    fill_sentinel(remote, dst)
     return local, remote, src, data, dst  # type: ignore[return-value]
 
 
@@ -63,9 +67,9 @@ def _pushed_prefix(got: list[np.ndarray], data: list[np.ndarray], sentinel: int,
     return k
 
 
-def test_delay_beyond_timeout_raises_llm_timeout(make_cluster: Any, h: Any) -> None:
+def test_delay_beyond_timeout_raises_llm_timeout(make_cluster: Any) -> None:
     cluster = make_cluster(1, 2)
-    local, remote, src, _data, dst = _setup(cluster, h)
+    local, remote, src, _data, dst = _setup(cluster)
     api = local.api
     local.inject({"kind": "delay", "seconds": 1.0})
     start = time.monotonic()
@@ -73,35 +77,35 @@ def test_delay_beyond_timeout_raises_llm_timeout(make_cluster: Any, h: Any) -> N
         local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
     elapsed = time.monotonic() - start
     assert info.value.status_code == api.LLMStatusCode.LLM_TIMEOUT
-    assert elapsed < 2 * h.TIMEOUT_MS / 1000, elapsed
-    assert all((t == h.SENTINEL).all() for t in h.snapshot(remote, dst))
+    assert elapsed < 2 * TIMEOUT_MS / 1000, elapsed
+    assert all((t == SENTINEL).all() for t in snapshot(remote, dst))
     # within budget: a short delay per layer succeeds and the bytes land
     local.inject({"kind": "delay", "seconds": 0.05})
     local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 1), src, 1)
     local.inject({"kind": "clear"})
     stride = dst.cache_desc.size // 2
-    got = h.snapshot(remote, dst)
+    got = snapshot(remote, dst)
     assert all(np.array_equal(g[stride:], d[stride:]) for g, d in zip(got, _data, strict=True))
 
 
-def test_drop_link_times_out_and_writes_nothing(make_cluster: Any, h: Any) -> None:
+def test_drop_link_times_out_and_writes_nothing(make_cluster: Any) -> None:
     cluster = make_cluster(1, 2)
-    local, remote, src, _data, dst = _setup(cluster, h)
+    local, remote, src, _data, dst = _setup(cluster)
     api = local.api
     local.inject({"kind": "drop_link", "peer": 2})
     start = time.monotonic()
     with pytest.raises(api.LLMException) as info:
         local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
     assert info.value.status_code == api.LLMStatusCode.LLM_TIMEOUT
-    assert time.monotonic() - start < 2 * h.TIMEOUT_MS / 1000
-    assert all((t == h.SENTINEL).all() for t in h.snapshot(remote, dst))
+    assert time.monotonic() - start < 2 * TIMEOUT_MS / 1000
+    assert all((t == SENTINEL).all() for t in snapshot(remote, dst))
 
 
-def test_drop_link_mid_push_keeps_pushed_prefix(make_cluster: Any, h: Any) -> None:
+def test_drop_link_mid_push_keeps_pushed_prefix(make_cluster: Any) -> None:
     """16 layers, 30 ms each; the link drops after ~5: the push times out, the remote (alive) shows exactly
     the layers sent before the drop and nothing else."""
     cluster = make_cluster(1, 2)
-    local, remote, src, data, dst = _setup(cluster, h, num_tensors=32)
+    local, remote, src, data, dst = _setup(cluster, num_tensors=32)
     api = local.api
     local.inject({"kind": "delay", "seconds": 0.03})
     t, box = _push_in_thread(local, api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
@@ -112,17 +116,17 @@ def test_drop_link_mid_push_keeps_pushed_prefix(make_cluster: Any, h: Any) -> No
     assert not t.is_alive()
     assert isinstance(box["exc"], api.LLMException)
     assert box["exc"].status_code == api.LLMStatusCode.LLM_TIMEOUT
-    assert box["end"] - dropped < 2 * h.TIMEOUT_MS / 1000
-    k = _pushed_prefix(h.snapshot(remote, dst), data, h.SENTINEL)
+    assert box["end"] - dropped < 2 * TIMEOUT_MS / 1000
+    k = _pushed_prefix(snapshot(remote, dst), data, SENTINEL)
     assert 1 <= k < 16, k
 
 
-def test_kill_remote_mid_push(make_cluster: Any, h: Any) -> None:
+def test_kill_remote_mid_push(make_cluster: Any) -> None:
     """Kill the remote after the first layers: the push raises within the timeout, the local source is
     unchanged, the run goes on (a push to another node works); after close the killed process is gone and
     the others are ended or back in the pool."""
     cluster = make_cluster(1, 2, 3, link=((1, 2), (1, 3)), timeout_ms=500)
-    local, remote, src, data, dst = _setup(cluster, h, num_tensors=32)
+    local, remote, src, data, dst = _setup(cluster, num_tensors=32)
     api = local.api
     pids = cluster.pids()
     local.inject({"kind": "delay", "seconds": 0.03})
@@ -130,12 +134,12 @@ def test_kill_remote_mid_push(make_cluster: Any, h: Any) -> None:
     time.sleep(0.16)
     remote.inject({"kind": "kill_node"})
     killed = time.monotonic()
-    assert h.process_gone(remote.pid)
+    assert process_gone(remote.pid)
     t.join(10)
     assert not t.is_alive()
     assert isinstance(box["exc"], api.LLMException), box["exc"]
     assert box["end"] - killed < 0.5 + 0.25
-    assert all(np.array_equal(a, b) for a, b in zip(h.snapshot(local, src), data, strict=True))
+    assert all(np.array_equal(a, b) for a, b in zip(snapshot(local, src), data, strict=True))
     with pytest.raises(api.LLMException):  # the parent's proxy of the dead node
         remote.read_tensor(dst, 0)
     with pytest.raises(api.LLMException):
@@ -148,22 +152,22 @@ def test_kill_remote_mid_push(make_cluster: Any, h: Any) -> None:
     dst3 = third.cache_manager.allocate_cache(_desc(api, 32))
     local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(3, dst3.cache_id, 1), src, 1)
     stride = dst3.cache_desc.size // 2
-    assert all(np.array_equal(g[stride:], d[stride:]) for g, d in zip(h.snapshot(third, dst3), data, strict=True))
+    assert all(np.array_equal(g[stride:], d[stride:]) for g, d in zip(snapshot(third, dst3), data, strict=True))
     cluster.close()
-    assert h.process_gone(pids[1])
-    assert all(h.process_gone(p) or p in _idle_pids() for p in pids)
+    assert process_gone(pids[1])
+    assert all(process_gone(p) or p in _idle_pids() for p in pids)
 
 
-def test_deallocation_under_push_revokes_it(make_cluster: Any, h: Any) -> None:
+def test_deallocation_under_push_revokes_it(make_cluster: Any) -> None:
     """The remote unregisters the destination while a push is writing it: once unregister_cache returns,
     no further byte lands (the pin is revoked), and the push reports LLM_KV_CACHE_NOT_EXIST."""
     cluster = make_cluster(1, 2)
     local, remote = cluster.node(1), cluster.node(2)
     api = local.api
     src = local.cache_manager.allocate_cache(_desc(api, 32))
-    data = h.fill_random(local, src, seed=9)
-    dst, addrs = h.guarded_cache(remote, _desc(api, 32))
-    h.fill_sentinel(remote, dst)
+    data = fill_random(local, src, seed=9)
+    dst, addrs = guarded_cache(remote, _desc(api, 32))
+    fill_sentinel(remote, dst)
     nbytes = dst.cache_desc.size
     local.inject({"kind": "delay", "seconds": 0.03})
     t, box = _push_in_thread(local, api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
@@ -176,12 +180,12 @@ def test_deallocation_under_push_revokes_it(make_cluster: Any, h: Any) -> None:
     time.sleep(0.1)
     final = [remote.read_memory(a, nbytes) for a in addrs]
     assert all(np.array_equal(a, b) for a, b in zip(after, final, strict=True)), "written after unregister"
-    k = _pushed_prefix(final, data, h.SENTINEL)
+    k = _pushed_prefix(final, data, SENTINEL)
     assert 1 <= k < 16, k
-    assert h.guards_intact(remote, addrs, nbytes)
+    assert guards_intact(remote, addrs, nbytes)
 
 
-def test_dead_local_node_and_close(make_cluster: Any, h: Any) -> None:
+def test_dead_local_node_and_close(make_cluster: Any) -> None:
     cluster = make_cluster(1, 2)
     local = cluster.node(1)
     api = local.api
@@ -195,17 +199,17 @@ def test_dead_local_node_and_close(make_cluster: Any, h: Any) -> None:
         cluster.link(2, 1)
     cluster.close()
     cluster.close()
-    assert h.process_gone(pids[0])
-    assert all(h.process_gone(p) or p in _idle_pids() for p in pids)
+    assert process_gone(pids[0])
+    assert all(process_gone(p) or p in _idle_pids() for p in pids)
 
 
-def test_node_processes_exit_with_their_parent(h: Any) -> None:
+def test_node_processes_exit_with_their_parent() -> None:
     """The parent dies without closing its cluster: the node processes notice and exit (watchdog)."""
     script = textwrap.dedent(f"""
         import os, sys
         from reference_impl.multiprocess.backend import backend
         if __name__ == "__main__":
-            c = backend.open_cluster({h.specs(1, 2)!r})
+            c = backend.open_cluster({specs(1, 2)!r})
             c.link(1, 2)
             print(" ".join(map(str, c.pids())), flush=True)
             os._exit(0)
@@ -214,12 +218,12 @@ def test_node_processes_exit_with_their_parent(h: Any) -> None:
     pids = [int(p) for p in out.stdout.split()]
     assert len(pids) == 2, out.stderr
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and not all(h.process_gone(p) for p in pids):
+    while time.monotonic() < deadline and not all(process_gone(p) for p in pids):
         time.sleep(0.05)
-    assert all(h.process_gone(p) for p in pids)
+    assert all(process_gone(p) for p in pids)
 
 
-def test_spare_processes_are_opt_in_and_end(h: Any) -> None:
+def test_spare_processes_are_opt_in_and_end() -> None:
     """With spares and no pooling, a cluster takes pre-started node processes; they still end with it."""
     from reference_impl.multiprocess.backend import MultiprocessBackend
 
@@ -227,7 +231,7 @@ def test_spare_processes_are_opt_in_and_end(h: Any) -> None:
     try:
         seen: list[int] = []
         for _ in range(2):
-            cluster = fast.open_cluster(h.specs(1, 2))
+            cluster = fast.open_cluster(specs(1, 2))
             try:
                 cluster.link(1, 2)
                 api = cluster.node(1).api
@@ -239,7 +243,7 @@ def test_spare_processes_are_opt_in_and_end(h: Any) -> None:
                 seen += cluster.pids()
             finally:
                 cluster.close()
-            assert all(h.process_gone(p) for p in seen)
+            assert all(process_gone(p) for p in seen)
     finally:
         assert fast.pool is not None
         fast.pool.close()

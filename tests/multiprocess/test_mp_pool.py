@@ -13,6 +13,9 @@ import numpy as np
 import pytest
 
 from reference_impl.multiprocess.backend import MultiprocessBackend, NodePool
+from tests.helpers.data import fill_random, guarded_cache, snapshot
+from tests.helpers.nodes import relink, specs
+from tests.helpers.processes import process_gone
 
 
 @pytest.fixture
@@ -32,20 +35,20 @@ def _status(exc_info: Any) -> Any:
     return exc_info.value.status_code
 
 
-def test_processes_are_reused_and_isolated(pool: NodePool, h: Any) -> None:
+def test_processes_are_reused_and_isolated(pool: NodePool) -> None:
     """Everything the first cluster leaves behind (caches, links, options, registered memory, injected faults,
     cache handles, node handles) is gone when the same processes serve the next cluster."""
     backend = MultiprocessBackend(pool=pool)
-    first = backend.open_cluster(h.specs(1, 2, timeout_ms=200))
+    first = backend.open_cluster(specs(1, 2, timeout_ms=200))
     api = first.node(1).api
     local, remote = first.node(1), first.node(2)
     first.link(1, 2)
     src = local.cache_manager.allocate_cache(_desc(api))
-    data = h.fill_random(local, src, seed=11)
-    dst, raw_addrs = h.guarded_cache(remote, _desc(api, "HOST"))
+    data = fill_random(local, src, seed=11)
+    dst, raw_addrs = guarded_cache(remote, _desc(api, "HOST"))
     pooled = remote.cache_manager.allocate_cache(_desc(api, "HOST"))
     local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
-    h.relink(first)  # the table sync makes `pooled` visible too
+    relink(first)  # the table sync makes `pooled` visible too
     local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, pooled.cache_id, 0), src)
     local.inject({"kind": "delay", "seconds": 5.0})
     local.inject({"kind": "drop_link", "peer": 2})
@@ -93,13 +96,13 @@ def test_processes_are_reused_and_isolated(pool: NodePool, h: Any) -> None:
             remote2.read_memory(raw_addrs[0], 8)
         # faults do not survive: no delay, no dropped link, the push completes well within the timeout
         dst2 = remote2.cache_manager.allocate_cache(_desc(api))
-        h.relink(second)
-        data2 = h.fill_random(local2, src2, seed=12)
+        relink(second)
+        data2 = fill_random(local2, src2, seed=12)
         t0 = time.monotonic()
         local2.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst2.cache_id, 1), src2, 1)
         assert time.monotonic() - t0 < 1.0
         stride = dst2.cache_desc.size // 2
-        got = h.snapshot(remote2, dst2)
+        got = snapshot(remote2, dst2)
         assert all(np.array_equal(g[stride:], d[stride:]) for g, d in zip(got, data2, strict=True))
         # handles of the first cluster reach nothing now: its nodes, and its caches
         with pytest.raises(api.LLMException):
@@ -107,27 +110,27 @@ def test_processes_are_reused_and_isolated(pool: NodePool, h: Any) -> None:
         with pytest.raises(api.LLMException):
             remote.read_tensor(dst, 0)
         local.inject({"kind": "kill_node"})  # an old handle cannot kill the process the new cluster holds
-        assert local2.alive and not h.process_gone(local2.pid)
+        assert local2.alive and not process_gone(local2.pid)
         with pytest.raises(api.LLMException) as info:  # an old cache passed in is not a cache of this node
             local2.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst2.cache_id, 0), src)
         assert _status(info) == api.LLMStatusCode.LLM_KV_CACHE_NOT_EXIST
-        assert all(np.array_equal(g[stride:], d[stride:]) for g, d in zip(h.snapshot(remote2, dst2), data2,
+        assert all(np.array_equal(g[stride:], d[stride:]) for g, d in zip(snapshot(remote2, dst2), data2,
                                                                           strict=True))
         assert data  # the first cluster's bytes were never readable here: nothing to compare them with
     finally:
         second.close()
 
 
-def test_killed_process_is_never_reused(pool: NodePool, h: Any) -> None:
+def test_killed_process_is_never_reused(pool: NodePool) -> None:
     backend = MultiprocessBackend(pool=pool)
-    first = backend.open_cluster(h.specs(1, 2))
+    first = backend.open_cluster(specs(1, 2))
     killed = first.node(2).pid
     kept = first.node(1).pid
     first.node(2).inject({"kind": "kill_node"})
     first.close()
-    assert h.process_gone(killed)
+    assert process_gone(killed)
     assert pool.idle_pids() == [kept]
-    second = backend.open_cluster(h.specs(1, 2))
+    second = backend.open_cluster(specs(1, 2))
     try:
         assert killed not in second.pids() and kept in second.pids()
         second.link(1, 2)
@@ -135,24 +138,24 @@ def test_killed_process_is_never_reused(pool: NodePool, h: Any) -> None:
         second.close()
 
 
-def test_failed_reset_replaces_the_process(pool: NodePool, h: Any) -> None:
+def test_failed_reset_replaces_the_process(pool: NodePool) -> None:
     """A node that does not answer its reset in time (stopped here) is ended, not kept; the other is kept."""
     backend = MultiprocessBackend(pool=pool)
-    first = backend.open_cluster(h.specs(1, 2))
+    first = backend.open_cluster(specs(1, 2))
     stuck, fine = first.node(1).pid, first.node(2).pid
     pool.reset_timeout_s = 1.0
     os.kill(stuck, signal.SIGSTOP)
     first.close()
     assert pool.idle_pids() == [fine]
-    assert h.process_gone(stuck)
+    assert process_gone(stuck)
 
 
-def test_pool_off_ends_processes_with_their_cluster(h: Any) -> None:
+def test_pool_off_ends_processes_with_their_cluster() -> None:
     backend = MultiprocessBackend(pool=False)
-    cluster = backend.open_cluster(h.specs(1, 2))
+    cluster = backend.open_cluster(specs(1, 2))
     pids = cluster.pids()
     cluster.close()
-    assert all(h.process_gone(p) for p in pids)
+    assert all(process_gone(p) for p in pids)
 
 
 def test_pool_env_zero_turns_pooling_off(monkeypatch: Any) -> None:

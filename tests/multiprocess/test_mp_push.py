@@ -10,12 +10,14 @@ import pytest
 
 from reference_impl.cache_manager import CacheManager
 from reference_impl.multiprocess.backend import backend
+from tests.helpers.data import SENTINEL, fill_random, fill_sentinel, guarded_cache, guards_intact, snapshot
+from tests.helpers.nodes import relink, specs
 
 
 @pytest.fixture(scope="module")
-def cluster(h: Any) -> Any:
+def cluster() -> Any:
     """Nodes 1, 2, 3 in three processes; 1 -> 2 linked, 3 not linked. Shared by this module's tests."""
-    c = backend.open_cluster(h.specs(1, 2, 3))
+    c = backend.open_cluster(specs(1, 2, 3))
     try:
         c.link(1, 2)
         yield c
@@ -81,60 +83,60 @@ def test_cache_handles_round_trip(cluster: Any) -> None:
     remote.cache_manager.deallocate_cache(foreign)
 
 
-def test_push_lands_exactly_with_guards(cluster: Any, h: Any) -> None:
+def test_push_lands_exactly_with_guards(cluster: Any) -> None:
     local, remote = cluster.node(1), cluster.node(2)
     api = local.api
     src = local.cache_manager.allocate_cache(_desc(api, 8, (4, 64)))
-    data = h.fill_random(local, src, seed=7)
-    dst, addrs = h.guarded_cache(remote, _desc(api, 8, (4, 64)))
-    before = h.fill_sentinel(remote, dst)
+    data = fill_random(local, src, seed=7)
+    dst, addrs = guarded_cache(remote, _desc(api, 8, (4, 64)))
+    before = fill_sentinel(remote, dst)
     stride = src.cache_desc.size // 4
     local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 3), src, src_batch_index=1,
                                    src_layer_range=range(1, 3), dst_layer_range=range(1, 3))
-    got = h.snapshot(remote, dst)
+    got = snapshot(remote, dst)
     for t in range(8):
         want = before[t].copy()
         if 2 <= t < 6:  # layers 1 and 2, two tensors each
             want[3 * stride:4 * stride] = data[t][stride:2 * stride]
         assert np.array_equal(got[t], want), f"tensor {t}"
-    assert h.guards_intact(remote, addrs, dst.cache_desc.size)
-    assert all(np.array_equal(a, b) for a, b in zip(h.snapshot(local, src), data, strict=True))
+    assert guards_intact(remote, addrs, dst.cache_desc.size)
+    assert all(np.array_equal(a, b) for a, b in zip(snapshot(local, src), data, strict=True))
     # a HOST source into the DEVICE destination, all layers, default tensor_num_per_layer
     hsrc = local.cache_manager.allocate_cache(_desc(api, 8, (4, 64), "HOST"))
-    hdata = h.fill_random(local, hsrc, seed=8)
+    hdata = fill_random(local, hsrc, seed=8)
     local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), hsrc, 2)
-    got = h.snapshot(remote, dst)
+    got = snapshot(remote, dst)
     for t in range(8):
         assert np.array_equal(got[t][:stride], hdata[t][2 * stride:3 * stride])
-    assert h.guards_intact(remote, addrs, dst.cache_desc.size)
+    assert guards_intact(remote, addrs, dst.cache_desc.size)
 
 
-def test_segment_allocated_after_link_is_reachable(cluster: Any, h: Any) -> None:
+def test_segment_allocated_after_link_is_reachable(cluster: Any) -> None:
     """alloc_memory after the link registers a new segment: the client must refresh the remote metadata."""
     local, remote = cluster.node(1), cluster.node(2)
     api = local.api
     src = local.cache_manager.allocate_cache(_desc(api))
-    data = h.fill_random(local, src, seed=3)
+    data = fill_random(local, src, seed=3)
     for _ in range(2):
-        dst, addrs = h.guarded_cache(remote, _desc(api))
-        h.relink(cluster)
+        dst, addrs = guarded_cache(remote, _desc(api))
+        relink(cluster)
         local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
         stride = src.cache_desc.size // 4
-        for t, got in enumerate(h.snapshot(remote, dst)):
+        for t, got in enumerate(snapshot(remote, dst)):
             assert np.array_equal(got[:stride], data[t][:stride])
-        assert h.guards_intact(remote, addrs, dst.cache_desc.size)
+        assert guards_intact(remote, addrs, dst.cache_desc.size)
 
 
 @pytest.mark.parametrize("case", ["unknown_cache", "not_linked", "deallocated", "unregistered",
                                   "remote_not_accessible", "dst_batch_out_of_range", "dst_layer_out_of_range"])
-def test_remote_errors_write_nothing(cluster: Any, h: Any, case: str) -> None:
+def test_remote_errors_write_nothing(cluster: Any, case: str) -> None:
     local, remote, other = cluster.node(1), cluster.node(2), cluster.node(3)
     api = local.api
     S = api.LLMStatusCode
     src = local.cache_manager.allocate_cache(_desc(api))
-    h.fill_random(local, src, seed=11)
-    dst, addrs = h.guarded_cache(remote, _desc(api))
-    h.fill_sentinel(remote, dst)
+    fill_random(local, src, seed=11)
+    dst, addrs = guarded_cache(remote, _desc(api))
+    fill_sentinel(remote, dst)
     nbytes = dst.cache_desc.size
     key = api.CacheKeyByIdAndIndex(2, dst.cache_id, 0)
     kwargs: dict[str, Any] = {}
@@ -149,7 +151,7 @@ def test_remote_errors_write_nothing(cluster: Any, h: Any, case: str) -> None:
         key = api.CacheKeyByIdAndIndex(3, other.cache_manager.allocate_cache(_desc(api)).cache_id, 0)
     elif case == "deallocated":
         pool_dst = remote.cache_manager.allocate_cache(_desc(api))
-        h.fill_sentinel(remote, pool_dst)
+        fill_sentinel(remote, pool_dst)
         pool_addrs = list(pool_dst.tensor_addrs)
         key = api.CacheKeyByIdAndIndex(2, pool_dst.cache_id, 0)
         remote.cache_manager.deallocate_cache(pool_dst)
@@ -163,19 +165,19 @@ def test_remote_errors_write_nothing(cluster: Any, h: Any, case: str) -> None:
         key = api.CacheKeyByIdAndIndex(2, dst.cache_id, 4)
     elif case == "dst_layer_out_of_range":
         kwargs = {"src_layer_range": range(0, 1), "dst_layer_range": range(2, 3)}
-    h.relink(cluster)
+    relink(cluster)
     with pytest.raises(api.LLMException) as info:
         local.cache_manager.push_cache(key, src, **kwargs)
     assert info.value.status_code == want, info.value
     for a in addrs:  # the guarded destination (raw memory outlives unregister) is untouched
-        assert (remote.read_memory(a, nbytes) == h.SENTINEL).all()
-    assert h.guards_intact(remote, addrs, nbytes)
+        assert (remote.read_memory(a, nbytes) == SENTINEL).all()
+    assert guards_intact(remote, addrs, nbytes)
     if pool_dst is not None:  # the freed pool pages were not written either
         for a in pool_addrs:
-            assert (remote.read_memory(a, nbytes) == h.SENTINEL).all()
+            assert (remote.read_memory(a, nbytes) == SENTINEL).all()
 
 
-def test_threads_push_concurrently(cluster: Any, h: Any) -> None:
+def test_threads_push_concurrently(cluster: Any) -> None:
     import threading
 
     local, remote = cluster.node(1), cluster.node(2)
@@ -183,10 +185,10 @@ def test_threads_push_concurrently(cluster: Any, h: Any) -> None:
     jobs = []
     for seed in range(4):
         src = local.cache_manager.allocate_cache(_desc(api))
-        data = h.fill_random(local, src, seed=100 + seed)
+        data = fill_random(local, src, seed=100 + seed)
         dst = remote.cache_manager.allocate_cache(_desc(api))
         jobs.append((src, data, dst))
-    h.relink(cluster)
+    relink(cluster)
     errors: list[BaseException] = []
 
     def run(src: Any, dst: Any) -> None:
@@ -203,25 +205,25 @@ def test_threads_push_concurrently(cluster: Any, h: Any) -> None:
         t.join(30)
     assert not errors, errors
     for _src, data, dst in jobs:
-        for t, got in enumerate(h.snapshot(remote, dst)):
+        for t, got in enumerate(snapshot(remote, dst)):
             assert np.array_equal(got, data[t])
 
 
-def test_remote_table_synced_at_first_push(cluster: Any, h: Any) -> None:
+def test_remote_table_synced_at_first_push(cluster: Any) -> None:
     """As in-process (and as the vendor): a cache the remote allocates after the first push over a link is
     invisible until re-link, and is not written meanwhile."""
     local, remote = cluster.node(1), cluster.node(2)
     api = local.api
     src = local.cache_manager.allocate_cache(_desc(api))
-    h.fill_random(local, src, seed=5)
+    fill_random(local, src, seed=5)
     first = remote.cache_manager.allocate_cache(_desc(api))
-    h.relink(cluster)
+    relink(cluster)
     local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, first.cache_id, 0), src)
     late = remote.cache_manager.allocate_cache(_desc(api))
-    h.fill_sentinel(remote, late)
+    fill_sentinel(remote, late)
     with pytest.raises(api.LLMException) as info:
         local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, late.cache_id, 0), src)
     assert info.value.status_code == api.LLMStatusCode.LLM_KV_CACHE_NOT_EXIST
-    assert all((t == h.SENTINEL).all() for t in h.snapshot(remote, late))
-    h.relink(cluster)
+    assert all((t == SENTINEL).all() for t in snapshot(remote, late))
+    relink(cluster)
     local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, late.cache_id, 0), src)

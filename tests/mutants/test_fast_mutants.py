@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from conformance_tests.exitcodes import PARTIAL
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST = ["ignores_src_batch_index", "one_byte_past", "modifies_source", "accepts_step_two",
         "swapped_check_order", "never_times_out", "writes_into_deallocated", "links_on_demand"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -13,8 +12,7 @@ from conformance_tests.phases import traceability_problem
 from conformance_tests.spec import load_spec
 from mutants.catalog import MUTANTS, Mutant
 from mutants.run import catalog_problems
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 # must clauses that no must mutant targets, with the reason (a family glob used to hide these); empty: every
 # must clause has a mutant, and a new must clause needs one (or an entry here saying why not yet)

@@ -1,15 +1,16 @@
-"""Fixtures for the node host; tests that run node processes over the reference need NIXL installed."""
+"""Fixtures for the node host; tests that run node processes over the reference need NIXL installed (their
+helpers: tests/helpers)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.node_helpers import skip_without_nixl
-from tests.nodehost.helpers import specs
+from tests.helpers.nixl import skip_without_nixl
+from tests.helpers.nodes import ClusterFactory, clusters
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
@@ -35,16 +36,7 @@ def host_backend() -> Iterator[Any]:
 
 
 @pytest.fixture
-def open_cluster(host_backend: Any) -> Iterator[Callable[..., Any]]:
-    made: list[Any] = []
-
-    def factory(*ids: int, link: Any = ((1, 2),), **kw: Any) -> Any:
-        cluster = host_backend.open_cluster(specs(*(ids or (1, 2)), **kw))
-        made.append(cluster)
-        for client, server in link:
-            cluster.link(client, server)
-        return cluster
-
-    yield factory
-    for cluster in made:
-        cluster.close()
+def make_cluster(host_backend: Any) -> Iterator[ClusterFactory]:
+    """make_cluster(1, 2, link=[(1, 2)], timeout_ms=300): clusters on ``host_backend``, closed at teardown."""
+    with clusters(host_backend) as make:
+        yield make

@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.nodehost.helpers import ADDRESSES, ROOT, AgentRun, agents_env, specs
+from tests.helpers import ROOT
+from tests.helpers.nodes import specs
+from tests.helpers.processes import ADDRESSES, AgentRun, agents_env
 
 pytestmark = pytest.mark.nixl
 

@@ -9,58 +9,41 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.node_helpers import fill_random, relink, snapshot
+from tests.helpers.data import SENTINEL, fill_random, fill_sentinel, guarded_cache, guards_intact, snapshot
+from tests.helpers.nodes import relink, specs
 
 pytestmark = pytest.mark.nixl
-
-GUARD, SENTINEL, PAD = 0xCC, 0xA5, 64
 
 
 def _desc(api: Any, placement: str = "DEVICE", num_tensors: int = 4, shape: tuple[int, ...] = (2, 32)) -> Any:
     return api.CacheDesc(num_tensors, list(shape), api.DataType.DT_UINT8, getattr(api.Placement, placement))
 
 
-def _guarded(node: Any, desc: Any) -> tuple[Any, list[int]]:
-    """A cache registered in memory the host allocated, with guard bytes around every tensor."""
-    n = desc.size
-    bases = [node.alloc_memory(desc.placement.name, n + 2 * PAD) for _ in range(desc.num_tensors)]
-    for b in bases:
-        node.write_memory(b, np.full(n + 2 * PAD, GUARD, dtype=np.uint8))
-    for b in bases:
-        node.write_memory(b + PAD, np.full(n, SENTINEL, dtype=np.uint8))
-    cache = node.cache_manager.register_cache(desc, [b + PAD for b in bases], remote_accessible=True)
-    return cache, bases
-
-
-def _guards_intact(node: Any, bases: list[int], n: int) -> bool:
-    return all((node.read_memory(b, PAD) == GUARD).all() and (node.read_memory(b + PAD + n, PAD) == GUARD).all()
-               for b in bases)
-
-
-def test_push_lands_exactly_through_the_vendor_api(open_cluster: Any) -> None:
-    cluster = open_cluster(1, 2)
+def test_push_lands_exactly_through_the_vendor_api(make_cluster: Any) -> None:
+    cluster = make_cluster(1, 2)
     local, remote = cluster.node(1), cluster.node(2)
     api = local.api
     src = local.cache_manager.allocate_cache(_desc(api, "HOST"))
     data = fill_random(local, src, seed=3)
-    dst, bases = _guarded(remote, _desc(api))
+    dst, addrs = guarded_cache(remote, _desc(api))  # in memory the host allocated
+    fill_sentinel(remote, dst)
     relink(cluster)
     local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 1), src, 0)
     stride = dst.cache_desc.size // 2
     for t, got in enumerate(snapshot(remote, dst)):
         assert (got[:stride] == SENTINEL).all(), f"tensor {t}: batch 0 changed"
         assert np.array_equal(got[stride:], data[t][:stride]), f"tensor {t}: batch 1 is not the source's batch 0"
-    assert _guards_intact(remote, bases, dst.cache_desc.size)
+    assert guards_intact(remote, addrs, dst.cache_desc.size)
     # the host reads what the implementation allocated, by the addresses in Cache.tensor_addrs
     assert np.array_equal(local.read_memory(src.tensor_addrs[0], 8), data[0][:8])
 
 
-def test_call_each_is_one_request_that_stops_at_the_first_error(open_cluster: Any) -> None:
+def test_call_each_is_one_request_that_stops_at_the_first_error(make_cluster: Any) -> None:
     """The kit's batch (conformance_tests.backend.call_each): the same results as one call at a time, in one
     request to the node's process, and the first failing call's exception with nothing after it run."""
     from conformance_tests.backend import call_each
 
-    cluster = open_cluster(1, 2)
+    cluster = make_cluster(1, 2)
     node = cluster.node(1)
     cache = node.cache_manager.allocate_cache(_desc(node.api, "HOST"))
     data = [np.full(cache.cache_desc.size, t, dtype=np.uint8) for t in range(4)]
@@ -76,8 +59,8 @@ def test_call_each_is_one_request_that_stops_at_the_first_error(open_cluster: An
     assert (node.read_tensor(cache, 0) == 3).all() and (node.read_tensor(cache, 1) == 1).all()
 
 
-def test_errors_keep_their_status_code(open_cluster: Any) -> None:
-    cluster = open_cluster(1, 2, 3)
+def test_errors_keep_their_status_code(make_cluster: Any) -> None:
+    cluster = make_cluster(1, 2, 3)
     local = cluster.node(1)
     api = local.api
     src = local.cache_manager.allocate_cache(_desc(api))
@@ -94,10 +77,10 @@ def test_errors_keep_their_status_code(open_cluster: Any) -> None:
     assert info.value.status_code == api.LLMStatusCode.LLM_PARAM_INVALID
 
 
-def test_proxy_offers_only_vendor_methods_with_their_signatures(open_cluster: Any) -> None:
+def test_proxy_offers_only_vendor_methods_with_their_signatures(make_cluster: Any) -> None:
     from reference_impl.cache_manager import CacheManager
 
-    cluster = open_cluster(1, 2)
+    cluster = make_cluster(1, 2)
     cm = cluster.node(1).cache_manager
     want = inspect.signature(CacheManager.push_cache)
     want = want.replace(parameters=list(want.parameters.values())[1:])
@@ -106,8 +89,8 @@ def test_proxy_offers_only_vendor_methods_with_their_signatures(open_cluster: An
         cm.entry_of  # noqa: B018 - the reference's own helper is not vendor API: not forwarded
 
 
-def test_faults_through_the_hook_and_kill_node(open_cluster: Any) -> None:
-    cluster = open_cluster(1, 2, 3, link=((1, 2), (1, 3)), timeout_ms=300)
+def test_faults_through_the_hook_and_kill_node(make_cluster: Any) -> None:
+    cluster = make_cluster(1, 2, 3, link=((1, 2), (1, 3)), timeout_ms=300)
     local, remote = cluster.node(1), cluster.node(2)
     api = local.api
     src = local.cache_manager.allocate_cache(_desc(api))
@@ -137,14 +120,13 @@ def test_faults_through_the_hook_and_kill_node(open_cluster: Any) -> None:
 def test_pooled_processes_start_clean(host_backend: Any) -> None:
     """A second cluster on the same processes sees nothing of the first: caches, links, options, faults,
     the host's raw memory, cache handles and node handles."""
-    from tests.nodehost.helpers import specs
-
     first = host_backend.open_cluster(specs(1, 2))
     local, remote = first.node(1), first.node(2)
     api = local.api
     first.link(1, 2)
     src = local.cache_manager.allocate_cache(_desc(api))
-    dst, _bases = _guarded(remote, _desc(api, "HOST"))
+    dst, _addrs = guarded_cache(remote, _desc(api, "HOST"))
+    fill_sentinel(remote, dst)
     relink(first)
     local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
     local.inject({"kind": "delay", "seconds": 5.0})
@@ -152,7 +134,7 @@ def test_pooled_processes_start_clean(host_backend: Any) -> None:
     assert remote.stats()["host_allocations"] == 4
     first.close()
 
-    second = host_backend.open_cluster(specs(1, 2, timeout_ms=2000, host_pool=False))
+    second = host_backend.open_cluster(specs(1, 2, timeout_ms=2000, llm__HostMemPoolConfig=None))
     try:
         assert sorted(second.pids()) == sorted(pids)
         local2, remote2 = second.node(1), second.node(2)

@@ -11,7 +11,7 @@ import pytest
 
 from nodehost import settings
 from nodehost.settings import ConfigError, load
-from tests.nodehost.helpers import ROOT
+from tests.helpers import ROOT
 
 
 def _file(tmp_path: Path, text: str) -> Path:

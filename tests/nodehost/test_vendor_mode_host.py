@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from conformance_tests.spec import load_spec
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.nixl
 
-ROOT = Path(__file__).resolve().parents[2]
 CLAUSES = "push_cache.safety.*,push_cache.restriction.*,push_cache.param.types_with_option_off,push_cache.data.*"
 
 

@@ -13,6 +13,7 @@ import pytest
 import reference_impl
 from reference_impl import CacheDesc, CacheKeyByIdAndIndex, CacheManager, DataType, LLMException
 from reference_impl.backend import ReferenceBackend, backend
+from tests.helpers.data import fill_random, snapshot
 
 PKG = pathlib.Path(reference_impl.__file__).parent
 
@@ -68,7 +69,7 @@ def test_cluster_and_node_protocol(make_cluster: Any) -> None:
     cluster.close()
 
 
-def test_open_cluster_errors(h: Any) -> None:
+def test_open_cluster_errors() -> None:
     with pytest.raises(ValueError):
         backend.open_cluster([{"cluster_id": 1, "role": "MIX", "options": {}},
                               {"cluster_id": 1, "role": "MIX", "options": {}}])
@@ -129,22 +130,22 @@ class WritesDeallocated(CacheManager):
         return True
 
 
-def _mutant_pair(make_cluster: Any, h: Any, cls: type[CacheManager]) -> tuple[Any, Any]:
+def _mutant_pair(make_cluster: Any, cls: type[CacheManager]) -> tuple[Any, Any]:
     cluster = make_cluster(backend=ReferenceBackend(name=cls.__name__, cache_manager_cls=cls))
     a, b = cluster.node(1), cluster.node(2)
     assert type(a.cache_manager) is cls
     return a, b
 
 
-def _push_scenario(a: Any, b: Any, h: Any, **kw: Any) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+def _push_scenario(a: Any, b: Any, **kw: Any) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     d = CacheDesc(4, [2, 8], DataType.DT_INT8)
     src = a.cache_manager.allocate_cache(d)
     dst = b.cache_manager.allocate_cache(d)
-    data = h.fill_random(a, src, seed=1)
+    data = fill_random(a, src, seed=1)
     b.cache_manager.allocate_cache(d)  # a neighbour right after dst in the pool
     key = CacheKeyByIdAndIndex(2, dst.cache_id, kw.pop("db", 1))
     a.cache_manager.push_cache(key, src, kw.pop("sb", 1), **kw)
-    return data, h.snapshot(b, dst), h.snapshot(a, src)
+    return data, snapshot(b, dst), snapshot(a, src)
 
 
 def _correct(data: list[np.ndarray], got: list[np.ndarray]) -> bool:
@@ -152,43 +153,43 @@ def _correct(data: list[np.ndarray], got: list[np.ndarray]) -> bool:
 
 
 @pytest.mark.parametrize("cls", [IgnoresSrcBatch, DropsLastLayer, FirstTensorOnly])
-def test_data_mutants_are_observable(make_cluster: Any, h: Any, cls: type[CacheManager]) -> None:
-    a, b = _mutant_pair(make_cluster, h, cls)
-    data, got, _ = _push_scenario(a, b, h)
+def test_data_mutants_are_observable(make_cluster: Any, cls: type[CacheManager]) -> None:
+    a, b = _mutant_pair(make_cluster, cls)
+    data, got, _ = _push_scenario(a, b)
     assert not _correct(data, got)
 
 
-def test_reference_itself_is_correct(make_cluster: Any, h: Any) -> None:
-    a, b = _mutant_pair(make_cluster, h, CacheManager)
-    data, got, src_after = _push_scenario(a, b, h)
+def test_reference_itself_is_correct(make_cluster: Any) -> None:
+    a, b = _mutant_pair(make_cluster, CacheManager)
+    data, got, src_after = _push_scenario(a, b)
     assert _correct(data, got) and all(np.array_equal(x, y) for x, y in zip(data, src_after, strict=True))
 
 
-def test_one_byte_past_mutant_hits_neighbour(make_cluster: Any, h: Any) -> None:
-    a, b = _mutant_pair(make_cluster, h, OneBytePast)
-    _push_scenario(a, b, h)  # pushes into dst batch 1: tensor t's slice ends where tensor t+1 begins
+def test_one_byte_past_mutant_hits_neighbour(make_cluster: Any) -> None:
+    a, b = _mutant_pair(make_cluster, OneBytePast)
+    _push_scenario(a, b)  # pushes into dst batch 1: tensor t's slice ends where tensor t+1 begins
     dst_entry = b.cache_manager.engine.lookup(1)
     assert dst_entry.views[1][0] == 0xFF  # byte after tensor 0's batch-1 slice = tensor 1's first byte
 
 
-def test_order_and_timeout_mutants(make_cluster: Any, h: Any) -> None:
-    a, b = _mutant_pair(make_cluster, h, SizeAccepted)
-    _push_scenario(a, b, h, size=16)  # accepted: the mutant differs from the reference
-    a, b = _mutant_pair(make_cluster, h, NeverTimesOut)
+def test_order_and_timeout_mutants(make_cluster: Any) -> None:
+    a, b = _mutant_pair(make_cluster, SizeAccepted)
+    _push_scenario(a, b, size=16)  # accepted: the mutant differs from the reference
+    a, b = _mutant_pair(make_cluster, NeverTimesOut)
     a.inject({"kind": "drop_link", "peer": 2})
     t0 = time.monotonic()
-    _push_scenario(a, b, h)
+    _push_scenario(a, b)
     assert time.monotonic() - t0 < 0.1
 
 
-def test_deallocated_write_mutant(make_cluster: Any, h: Any) -> None:
-    a, b = _mutant_pair(make_cluster, h, WritesDeallocated)
+def test_deallocated_write_mutant(make_cluster: Any) -> None:
+    a, b = _mutant_pair(make_cluster, WritesDeallocated)
     d = CacheDesc(2, [1, 8], DataType.DT_INT8)
     src = a.cache_manager.allocate_cache(d)
     dst = b.cache_manager.allocate_cache(d)
     key = CacheKeyByIdAndIndex(2, dst.cache_id)
     a.cache_manager.push_cache(key, src)  # first push, all zeros: the link's synced table now holds dst
-    h.fill_random(a, src)
+    fill_random(a, src)
     b.cache_manager.deallocate_cache(dst)
     reuse = b.cache_manager.allocate_cache(d)
     assert not b.read_tensor(reuse, 0).any()

@@ -15,25 +15,26 @@ from reference_impl import (
     LLMRole,
     LLMStatusCode,
 )
+from tests.helpers.nodes import ONE_PROCESS, node_options, pool
 
 S = LLMStatusCode
 
 
 class TestLLMConfig:
-    def test_generate_options(self, h: Any) -> None:
+    def test_generate_options(self) -> None:
         c = LLMConfig()
         c.device_id = 0
         c.sync_kv_timeout = "3000"
         c.enable_cache_manager = True
         c.enable_remote_cache_accessible = True
-        c.mem_pool_cfg = h.pool(1 << 20)
-        c.host_mem_pool_cfg = h.pool(1 << 20)
+        c.mem_pool_cfg = pool(1 << 20)
+        c.host_mem_pool_cfg = pool(1 << 20)
         c.listen_ip_info = "127.0.0.1:26000"
         c.local_comm_res = ""
         opts = c.generate_options()
         assert opts["llm.SyncKvCacheWaitTime"] == "3000"
         assert opts["llm.EnableCacheManager"] == "1" and opts["llm.EnableRemoteCacheAccessible"] == "1"
-        assert opts["llm.MemPoolConfig"] == h.pool(1 << 20) and opts["llm.HostMemPoolConfig"] == h.pool(1 << 20)
+        assert opts["llm.MemPoolConfig"] == pool(1 << 20) and opts["llm.HostMemPoolConfig"] == pool(1 << 20)
         assert opts["llm.listenIpInfo"] == "127.0.0.1:26000" and opts["llm.LocalCommRes"] == ""
         assert opts["ge.exec.deviceId"] == "0" and opts["llm.MemoryUtilization"] == "0.95"
         assert all(isinstance(v, str) for v in opts.values())
@@ -79,7 +80,7 @@ class TestLLMDataDist:
         with pytest.raises(TypeError):
             LLMDataDist(LLMRole.PROMPT, "1")  # type: ignore[arg-type]
 
-    def test_cache_manager_access(self, h: Any) -> None:
+    def test_cache_manager_access(self) -> None:
         fabric = Fabric()
         d = LLMDataDist(LLMRole.PROMPT, 1, fabric=fabric)
         with pytest.raises(RuntimeError, match="not initialized"):
@@ -90,10 +91,10 @@ class TestLLMDataDist:
         assert info.value.status_code == S.LLM_PARAM_INVALID
         d.finalize()
         d.finalize()
-        d.init(h.node_options())
+        d.init(node_options(**ONE_PROCESS))
         assert d.cache_manager is d.cache_manager
         d.init({})  # a second init is a no-op
-        assert d.engine.sync_timeout_s == h.TIMEOUT_MS / 1000
+        assert d.engine.sync_timeout_s == ONE_PROCESS["timeout_ms"] / 1000
         d.finalize()
 
     @pytest.mark.parametrize(("options", "exc"), [
@@ -153,17 +154,17 @@ def _info(remote: Any, ip: bool = True) -> LLMClusterInfo:
 
 
 class TestLinks:
-    def _nodes(self, h: Any, **overrides: str | None) -> tuple[LLMDataDist, LLMDataDist]:
+    def _nodes(self, **overrides: str | None) -> tuple[LLMDataDist, LLMDataDist]:
         fabric = Fabric()
         nodes = []
         for cid in (1, 2):
             d = LLMDataDist(LLMRole.MIX, cid, fabric=fabric)
-            d.init(h.node_options(**overrides))
+            d.init(node_options(**ONE_PROCESS, **overrides))
             nodes.append(d)
         return nodes[0], nodes[1]
 
-    def test_link_unlink(self, h: Any) -> None:
-        a, b = self._nodes(h)
+    def test_link_unlink(self) -> None:
+        a, b = self._nodes()
         assert a.link_clusters([_info(2)]) == (S.LLM_SUCCESS, [S.LLM_SUCCESS])
         assert a.link_clusters([_info(2)], 5000) == (S.LLM_ALREADY_LINK, [S.LLM_ALREADY_LINK])
         assert a.link_clusters((_info(99),)) == (S.LLM_LINK_FAILED, [S.LLM_LINK_FAILED])
@@ -185,8 +186,8 @@ class TestLinks:
         ([_info(-1)], 3000, ValueError),
         ([_info(None)], 3000, TypeError),
     ])
-    def test_link_argument_errors(self, h: Any, clusters: Any, timeout: Any, exc: type[Exception]) -> None:
-        a, b = self._nodes(h)
+    def test_link_argument_errors(self, clusters: Any, timeout: Any, exc: type[Exception]) -> None:
+        a, b = self._nodes()
         with pytest.raises(exc):
             a.link_clusters(clusters, timeout)
         with pytest.raises(exc):
@@ -194,8 +195,8 @@ class TestLinks:
         a.finalize()
         b.finalize()
 
-    def test_local_comm_res_needs_no_ip(self, h: Any) -> None:
-        a, b = self._nodes(h, llm__LocalCommRes="comm")
+    def test_local_comm_res_needs_no_ip(self) -> None:
+        a, b = self._nodes(llm__LocalCommRes="comm")
         assert a.link_clusters([_info(2, ip=False)])[0] == S.LLM_SUCCESS
         a.finalize()
         b.finalize()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from reference_impl import CacheDesc, CacheKeyByIdAndIndex, DataType, LLMException, LLMStatusCode
+from tests.helpers.nodes import ONE_PROCESS, node_options
 
 S = LLMStatusCode
 T = 0.2  # seconds; the clusters' llm.SyncKvCacheWaitTime is 200 ms
@@ -64,8 +65,8 @@ def test_delay_only_on_sender(pair: Any, make_cluster: Any) -> None:
     assert status is None and took < T
 
 
-def test_drop_link(make_cluster: Any, h: Any) -> None:
-    opts = h.node_options()
+def test_drop_link(make_cluster: Any) -> None:
+    opts = node_options(**ONE_PROCESS)
     cluster = make_cluster(*({"cluster_id": c, "role": "MIX", "options": opts} for c in (1, 2, 3)),
                            link=((1, 2), (1, 3)))
     a = cluster.node(1)
@@ -142,9 +143,9 @@ def test_zero_time_never_waits(pair: Any) -> None:
     a.cache_manager.push_cache(key, src)
 
 
-def test_default_timeout_and_fault_validation(make_cluster: Any, h: Any) -> None:
+def test_default_timeout_and_fault_validation(make_cluster: Any) -> None:
     cluster = make_cluster({"cluster_id": 1, "role": "MIX",
-                            "options": h.node_options(llm__SyncKvCacheWaitTime=None)}, link=())
+                            "options": node_options(**ONE_PROCESS, llm__SyncKvCacheWaitTime=None)}, link=())
     node = cluster.node(1)
     assert node.engine.sync_timeout_s == 1.0
     for bad in ({"kind": "explode"}, {"kind": "delay", "seconds": -1}, {"kind": "delay", "seconds": float("inf")}):

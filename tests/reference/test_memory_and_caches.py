@@ -19,6 +19,7 @@ from reference_impl import (
 )
 from reference_impl.memory import DEVICE_BASE, HOST_BASE
 from reference_impl.pool import MemoryPool, PoolConfig
+from tests.helpers.nodes import ONE_PROCESS, node_options, pool
 
 S = LLMStatusCode
 D = Placement.DEVICE
@@ -99,8 +100,8 @@ class TestAllocate:
         assert status_of(cm.allocate_cache, desc(1, [1, 4]), [CacheKey(1, 6), CacheKey(1, 7)]) == \
             S.LLM_PARAM_INVALID
 
-    def test_pool_placement_and_exhaustion(self, make_cluster: Any, h: Any) -> None:
-        opts = h.node_options(llm__HostMemPoolConfig=None, llm__MemPoolConfig=h.pool(1 << 20))
+    def test_pool_placement_and_exhaustion(self, make_cluster: Any) -> None:
+        opts = node_options(**ONE_PROCESS, llm__HostMemPoolConfig=None, llm__MemPoolConfig=pool(1 << 20))
         cluster = make_cluster({"cluster_id": 1, "role": "MIX", "options": opts}, link=())
         cm = cluster.node(1).cache_manager
         assert status_of(cm.allocate_cache, desc(placement=H)) == S.LLM_PARAM_INVALID
@@ -112,8 +113,8 @@ class TestAllocate:
         again = cm.allocate_cache(desc(2, [1, 1 << 18], dt=DataType.DT_INT16))  # freed memory came back
         assert again.tensor_addrs[0] == big_addr
 
-    def test_empty_pool_option_means_no_pool(self, make_cluster: Any, h: Any) -> None:
-        opts = h.node_options(llm__MemPoolConfig="")
+    def test_empty_pool_option_means_no_pool(self, make_cluster: Any) -> None:
+        opts = node_options(**ONE_PROCESS, llm__MemPoolConfig="")
         cm = make_cluster({"cluster_id": 1, "role": "MIX", "options": opts}, link=()).node(1).cache_manager
         assert status_of(cm.allocate_cache, desc()) == S.LLM_PARAM_INVALID
 

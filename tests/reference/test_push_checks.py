@@ -23,23 +23,26 @@ from reference_impl import (
     LLMStatusCode,
     Placement,
 )
+from reference_impl.backend import backend
+from tests.helpers.data import fill_random, snapshot
+from tests.helpers.nodes import ONE_PROCESS, clusters, node_options, relink
 
 S = LLMStatusCode
 
 
 @pytest.fixture(scope="module")
-def env(h: Any) -> Iterator[SimpleNamespace]:
-    cluster = h.open_pair()
-    a, b = cluster.node(1), cluster.node(2)
-    d = CacheDesc(4, [2, 8], DataType.DT_FLOAT16)
-    ns = SimpleNamespace(
-        cluster=cluster, a=a, b=b, cm=a.cache_manager,
-        src=a.cache_manager.allocate_cache(d), dst=b.cache_manager.allocate_cache(d),
-        blocks=a.cache_manager.allocate_blocks_cache(d),
-    )
-    ns.key = CacheKeyByIdAndIndex(2, ns.dst.cache_id, 0)
-    yield ns
-    cluster.close()
+def env() -> Iterator[SimpleNamespace]:
+    with clusters(backend, **ONE_PROCESS) as make_cluster:
+        cluster = make_cluster()
+        a, b = cluster.node(1), cluster.node(2)
+        d = CacheDesc(4, [2, 8], DataType.DT_FLOAT16)
+        ns = SimpleNamespace(
+            cluster=cluster, a=a, b=b, cm=a.cache_manager,
+            src=a.cache_manager.allocate_cache(d), dst=b.cache_manager.allocate_cache(d),
+            blocks=a.cache_manager.allocate_blocks_cache(d),
+        )
+        ns.key = CacheKeyByIdAndIndex(2, ns.dst.cache_id, 0)
+        yield ns
 
 
 def call(env: SimpleNamespace, **kw: Any) -> None:
@@ -74,10 +77,10 @@ def test_positional_call_and_unknown_keyword(env: SimpleNamespace) -> None:
         env.cm.push_cache(env.key, env.src, 0, None, None, -1, 2, 0)
 
 
-def test_requires_remote_cache_accessible(make_cluster: Any, h: Any) -> None:
+def test_requires_remote_cache_accessible(make_cluster: Any) -> None:
     """Option off: well-typed arguments are refused with LLM_PARAM_INVALID; wrong types still raise TypeError
     (the documentation's Returns; the vendor checks the option first, see test_vendor_mode)."""
-    opts = h.node_options(llm__EnableRemoteCacheAccessible="0")
+    opts = node_options(**ONE_PROCESS, llm__EnableRemoteCacheAccessible="0")
     cluster = make_cluster({"cluster_id": 1, "role": "MIX", "options": opts}, link=())
     cm = cluster.node(1).cache_manager
     with pytest.raises(TypeError, match="dst_cache_key"):
@@ -141,15 +144,15 @@ def test_blocks_source_rejected(env: SimpleNamespace, which: str) -> None:
     assert info.value.status_code == S.LLM_PARAM_INVALID
 
 
-def test_tnpl_above_num_tensors_pushes_nothing(env: SimpleNamespace, h: Any) -> None:
+def test_tnpl_above_num_tensors_pushes_nothing(env: SimpleNamespace) -> None:
     """Documentation: tensor_num_per_layer in [1, num_tensors] (the vendor silently pushes nothing)."""
-    h.fill_random(env.a, env.src, seed=5)
-    before = h.snapshot(env.b, env.dst)
+    fill_random(env.a, env.src, seed=5)
+    before = snapshot(env.b, env.dst)
     for tnpl in (5, 100):
         with pytest.raises(LLMException) as info:
             call(env, tensor_num_per_layer=tnpl)
         assert info.value.status_code == S.LLM_PARAM_INVALID
-    assert all(np.array_equal(x, y) for x, y in zip(before, h.snapshot(env.b, env.dst), strict=True))
+    assert all(np.array_equal(x, y) for x, y in zip(before, snapshot(env.b, env.dst), strict=True))
 
 
 class TestOrderingConsequences:
@@ -255,12 +258,12 @@ def test_first_failing_check_reports(env: SimpleNamespace, c: dict[str, Any]) ->
     (2, None), (1, None), (5, None), (-1, ValueError), (0, LLMException), (3, LLMException), (2.0, TypeError),
     ("x", TypeError),
 ])
-def test_vendor_tensor_number_case(env: SimpleNamespace, h: Any, tnpl: Any,
+def test_vendor_tensor_number_case(env: SimpleNamespace, tnpl: Any,
                                    exc: type[Exception] | None) -> None:
     d10 = CacheDesc(10, [2, 4], DataType.DT_INT8)
     src = env.a.cache_manager.allocate_cache(d10)
     dst = env.b.cache_manager.allocate_cache(d10)
-    h.relink(env.cluster)  # dst was allocated after earlier pushes over the module's link
+    relink(env.cluster)  # dst was allocated after earlier pushes over the module's link
     try:
         args = (CacheKeyByIdAndIndex(2, dst.cache_id, 0), src, 0, range(0, 1), range(0, 1), -1, tnpl)
         if exc is None:

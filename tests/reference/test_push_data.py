@@ -20,6 +20,9 @@ from reference_impl import (
     LLMStatusCode,
     Placement,
 )
+from reference_impl.backend import backend, vendor_backend
+from tests.helpers.data import fill_random
+from tests.helpers.nodes import ONE_PROCESS, clusters, relink
 
 S = LLMStatusCode
 GUARD = 64
@@ -60,28 +63,27 @@ def expected_after(src: list[np.ndarray], dst: list[np.ndarray], src_stride: int
     return out
 
 
-def _env(h: Any, backend: Any = None) -> Iterator[SimpleNamespace]:
-    cluster = h.open_pair(backend)
-    yield SimpleNamespace(cluster=cluster, a=cluster.node(1), b=cluster.node(2),
-                          relink=lambda: h.relink(cluster))
-    cluster.close()
+def _env(on: Any) -> Iterator[SimpleNamespace]:
+    """A linked pair on the backend ``on``, closed when the module ends."""
+    with clusters(on, **ONE_PROCESS) as make_cluster:
+        cluster = make_cluster()
+        yield SimpleNamespace(cluster=cluster, a=cluster.node(1), b=cluster.node(2),
+                              relink=lambda: relink(cluster))
 
 
 @pytest.fixture(scope="module")
-def env(h: Any) -> Iterator[SimpleNamespace]:
+def env() -> Iterator[SimpleNamespace]:
     """One linked pair for the module; call ``env.relink()`` after creating destination caches on node 2.
 
     The link syncs node 2's cache table at its first push only, so later destinations need a fresh link.
     """
-    yield from _env(h)
+    yield from _env(backend)
 
 
 @pytest.fixture(scope="module")
-def vendor_env(h: Any) -> Iterator[SimpleNamespace]:
+def vendor_env() -> Iterator[SimpleNamespace]:
     """The same, in vendor mode (reference_impl.vendor)."""
-    from reference_impl.backend import vendor_backend
-
-    yield from _env(h, vendor_backend)
+    yield from _env(vendor_backend)
 
 
 DTYPES = [DataType.DT_INT8, DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.DT_BF16]
@@ -154,12 +156,12 @@ def check_push_moves_exactly_the_slice(env: SimpleNamespace, sc: dict[str, Any])
         assert np.array_equal(got, exp), "source changed"
 
 
-def test_default_push_all_layers_pool_caches(env: SimpleNamespace, h: Any) -> None:
+def test_default_push_all_layers_pool_caches(env: SimpleNamespace) -> None:
     d = CacheDesc(6, [3, 5], DataType.DT_FLOAT)
     src = env.a.cache_manager.allocate_cache(d)
     dst = env.b.cache_manager.allocate_cache(d)
     env.relink()
-    data = h.fill_random(env.a, src, seed=3)
+    data = fill_random(env.a, src, seed=3)
     env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache_id, 2), src, 1)
     for t in range(6):
         got = env.b.read_tensor(dst, t)
@@ -235,10 +237,10 @@ def test_src_range_past_local_layers_fails_at_that_layer(env: SimpleNamespace) -
     assert (got[2][GUARD:GUARD + 4] == 3).all() and (got[4] == SENTINEL).all()
 
 
-def test_cache_id_zero_uses_key_fallback(env: SimpleNamespace, h: Any) -> None:
+def test_cache_id_zero_uses_key_fallback(env: SimpleNamespace) -> None:
     d = CacheDesc(2, [2, 4], DataType.DT_INT8)
     src = env.a.cache_manager.allocate_cache(d)
-    h.fill_random(env.a, src, seed=9)
+    fill_random(env.a, src, seed=9)
     with pytest.raises(LLMException) as info:
         env.a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, 0), src)
     assert info.value.status_code == S.LLM_KV_CACHE_NOT_EXIST

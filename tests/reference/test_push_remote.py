@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from reference_impl import CacheDesc, CacheKeyByIdAndIndex, DataType, LLMException, LLMStatusCode, Placement
+from tests.helpers.nodes import ONE_PROCESS, node_options
 
 S = LLMStatusCode
 D = Placement.DEVICE
@@ -54,7 +55,7 @@ class TestLinks:
         with pytest.raises(RuntimeError):
             pair.link(1, 99)
 
-    def test_relinked_new_node_needs_new_link(self, make_cluster: Any, h: Any) -> None:
+    def test_relinked_new_node_needs_new_link(self, make_cluster: Any) -> None:
         from reference_impl import LLMDataDist, LLMRole
 
         cluster = make_cluster()
@@ -62,7 +63,7 @@ class TestLinks:
         src = a.cache_manager.allocate_cache(desc())
         cluster.node(2).datadist.finalize()
         fresh = LLMDataDist(LLMRole.DECODER, 2, fabric=cluster.fabric)
-        fresh.init(h.node_options())
+        fresh.init(node_options(**ONE_PROCESS))
         dst = fresh.cache_manager.allocate_cache(desc())
         assert push_status(a, CacheKeyByIdAndIndex(2, dst.cache_id), src) == S.LLM_NOT_YET_LINK
         fresh.finalize()
@@ -199,11 +200,11 @@ class TestRestrictions:
         assert push_status(a, CacheKeyByIdAndIndex(2, host_blocks.cache_id, 1), src) == S.LLM_PARAM_INVALID
 
     @pytest.mark.parametrize(("sp", "dp", "ok"), [(D, H, False), (H, D, False), (H, H, True)])
-    def test_d2h_h2d_need_device_pool_on_pusher(self, make_cluster: Any, h: Any, sp: Placement, dp: Placement,
+    def test_d2h_h2d_need_device_pool_on_pusher(self, make_cluster: Any, sp: Placement, dp: Placement,
                                                 ok: bool) -> None:
-        no_dev = h.node_options(llm__MemPoolConfig=None)
+        no_dev = node_options(**ONE_PROCESS, llm__MemPoolConfig=None)
         cluster = make_cluster({"cluster_id": 1, "role": "PROMPT", "options": no_dev},
-                               {"cluster_id": 2, "role": "DECODER", "options": h.node_options()})
+                               {"cluster_id": 2, "role": "DECODER", "options": node_options(**ONE_PROCESS)})
         a, b = cluster.node(1), cluster.node(2)
         addr = a.alloc_memory(sp.name, 64)
         src = a.cache_manager.register_cache(desc(sp), [addr, addr + 16, addr + 32, addr + 48],

@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 
 from reference_impl import CacheDesc, CacheKeyByIdAndIndex, DataType, LLMException, LLMStatusCode
+from tests.helpers.data import fill_random
+from tests.helpers.nodes import ONE_PROCESS, node_options
 
 
-def test_concurrent_pushes_into_distinct_destinations_land_exactly(make_cluster: Any, h: Any) -> None:
-    opts = h.node_options()
+def test_concurrent_pushes_into_distinct_destinations_land_exactly(make_cluster: Any) -> None:
+    opts = node_options(**ONE_PROCESS)
     cluster = make_cluster(*({"cluster_id": c, "role": "MIX", "options": opts} for c in (1, 2, 3)),
                            link=((1, 3), (2, 3)))
     d = CacheDesc(8, [4, 256], DataType.DT_FLOAT16)
@@ -23,7 +25,7 @@ def test_concurrent_pushes_into_distinct_destinations_land_exactly(make_cluster:
     for i in range(8):
         node = senders[i % 2]
         src = node.cache_manager.allocate_cache(d)
-        data = h.fill_random(node, src, seed=i)
+        data = fill_random(node, src, seed=i)
         dst = dst_node.cache_manager.allocate_cache(d)
         jobs.append((node, src, data, dst, i % 4))
 

@@ -25,17 +25,18 @@ from reference_impl import (
 )
 from reference_impl.backend import ReferenceBackend, backend, vendor_backend
 from reference_impl.vendor import VendorCacheManager
+from tests.helpers.data import SENTINEL, fill_random, snapshot
+from tests.helpers.nodes import ONE_PROCESS, node_options, relink
 
 S = LLMStatusCode
 MODES = ["reference", "vendor"]
 BACKENDS = {"reference": backend, "vendor": vendor_backend}
-SENTINEL = 0xA5
 
 
-def cluster_for(make_cluster: Any, h: Any, mode: str, *, local_off: bool = False, remote_off: bool = False,
+def cluster_for(make_cluster: Any, mode: str, *, local_off: bool = False, remote_off: bool = False,
                 link: tuple[tuple[int, int], ...] = ((1, 2),)) -> Any:
     def opts(off: bool) -> dict[str, str]:
-        return h.node_options(llm__EnableRemoteCacheAccessible="0" if off else "1")
+        return node_options(**ONE_PROCESS, llm__EnableRemoteCacheAccessible="0" if off else "1")
 
     return make_cluster({"cluster_id": 1, "role": "PROMPT", "options": opts(local_off)},
                         {"cluster_id": 2, "role": "DECODER", "options": opts(remote_off)},
@@ -53,29 +54,25 @@ def filled(node: Any, cache: Any, value: int) -> None:
         node.write_tensor(cache, t, np.full(cache.cache_desc.size, value, np.uint8))
 
 
-def snapshot(node: Any, cache: Any) -> list[np.ndarray]:
-    return [node.read_tensor(cache, t) for t in range(cache.cache_desc.num_tensors)]
-
-
 # ---- the vendor-mode backend itself ------------------------------------------------------------------------
-def test_vendor_backend_object_and_entry_point(make_cluster: Any, h: Any) -> None:
+def test_vendor_backend_object_and_entry_point(make_cluster: Any) -> None:
     assert isinstance(vendor_backend, ReferenceBackend) and vendor_backend.name == "reference-vendor"
     assert vendor_backend.cache_manager_cls is VendorCacheManager and issubclass(VendorCacheManager, CacheManager)
     assert vendor_backend.capabilities() == backend.capabilities()
     eps = {e.name: e for e in entry_points(group="push_cache_conformance.backends")}
     assert eps["reference-vendor"].load() is vendor_backend and eps["reference"].load() is backend
-    cluster = cluster_for(make_cluster, h, "vendor")
+    cluster = cluster_for(make_cluster, "vendor")
     assert type(cluster.node(1).cache_manager) is VendorCacheManager
 
 
-def test_vendor_module_is_a_drop_in(h: Any) -> None:
+def test_vendor_module_is_a_drop_in() -> None:
     from reference_impl import vendor as llm_datadist
 
     fabric = Fabric()
     nodes = []
     for cid in (1, 2):
         node = llm_datadist.LLMDataDist(llm_datadist.LLMRole.MIX, cid, fabric=fabric)
-        node.init(h.node_options())
+        node.init(node_options(**ONE_PROCESS))
         nodes.append(node)
     try:
         assert isinstance(nodes[0].cache_manager, llm_datadist.VendorCacheManager)
@@ -95,12 +92,12 @@ def test_vendor_module_is_a_drop_in(h: Any) -> None:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(("sr", "dr"), [(range(0, 1), range(1, 2)), (range(1, 2), range(0, 1)),
                                         (range(0, 2), range(1, 3))])
-def test_shifted_ranges(make_cluster: Any, h: Any, mode: str, sr: range, dr: range) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_shifted_ranges(make_cluster: Any, mode: str, sr: range, dr: range) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(6, [2, 8], DataType.DT_INT8)
     src, dst = a.cache_manager.allocate_cache(d), b.cache_manager.allocate_cache(d)
-    data = h.fill_random(a, src, seed=4)
+    data = fill_random(a, src, seed=4)
     filled(b, dst, SENTINEL)
     key = CacheKeyByIdAndIndex(2, dst.cache_id, 1)
     if mode == "reference":  # documentation: "must have the same value"; LLMException before any byte moves
@@ -146,9 +143,9 @@ BAD_ARGS: list[tuple[dict[str, Any], type[Exception]]] = [
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(("kw", "exc"), BAD_ARGS)
-def test_type_checks_with_option_off(make_cluster: Any, h: Any, mode: str, kw: dict[str, Any],
+def test_type_checks_with_option_off(make_cluster: Any, mode: str, kw: dict[str, Any],
                                      exc: type[Exception]) -> None:
-    cluster = cluster_for(make_cluster, h, mode, local_off=True, remote_off=True)
+    cluster = cluster_for(make_cluster, mode, local_off=True, remote_off=True)
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(4, [2, 8], DataType.DT_INT8)
     src, dst = a.cache_manager.allocate_cache(d), b.cache_manager.allocate_cache(d)
@@ -164,12 +161,12 @@ def test_type_checks_with_option_off(make_cluster: Any, h: Any, mode: str, kw: d
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_well_typed_push_refused_with_option_off(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode, local_off=True, remote_off=True)
+def test_well_typed_push_refused_with_option_off(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode, local_off=True, remote_off=True)
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(4, [2, 8], DataType.DT_INT8)
     src, dst = a.cache_manager.allocate_cache(d), b.cache_manager.allocate_cache(d)
-    h.fill_random(a, src)
+    fill_random(a, src)
     with pytest.raises(LLMException, match="enable_remote_cache_accessible") as info:
         a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache_id), src)
     assert info.value.status_code == S.LLM_PARAM_INVALID
@@ -177,10 +174,10 @@ def test_well_typed_push_refused_with_option_off(make_cluster: Any, h: Any, mode
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_option_refusal_versus_documentation_bounds(make_cluster: Any, h: Any, mode: str) -> None:
+def test_option_refusal_versus_documentation_bounds(make_cluster: Any, mode: str) -> None:
     """Option off and a value only the documentation refuses (tnpl above the tensor count): the reference
     checks the option first among the LLMException refusals after #13; the vendor checks it before all."""
-    cluster = cluster_for(make_cluster, h, mode, local_off=True, remote_off=True)
+    cluster = cluster_for(make_cluster, mode, local_off=True, remote_off=True)
     a = cluster.node(1)
     src = a.cache_manager.allocate_cache(CacheDesc(4, [2, 8], DataType.DT_INT8))
     with pytest.raises(LLMException, match="enable_remote_cache_accessible"):
@@ -196,9 +193,9 @@ def _info(remote: int) -> LLMClusterInfo:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(("local_off", "remote_off"), [(True, False), (False, True)])
-def test_link_needs_identical_remote_cache_accessible(make_cluster: Any, h: Any, mode: str, local_off: bool,
+def test_link_needs_identical_remote_cache_accessible(make_cluster: Any, mode: str, local_off: bool,
                                                       remote_off: bool) -> None:
-    cluster = cluster_for(make_cluster, h, mode, local_off=local_off, remote_off=remote_off, link=())
+    cluster = cluster_for(make_cluster, mode, local_off=local_off, remote_off=remote_off, link=())
     a, b = cluster.node(1), cluster.node(2)
     # link_clusters reports it in its statuses (it does not raise) ...
     assert a.datadist.link_clusters([_info(2)]) == (S.LLM_PARAM_INVALID, [S.LLM_PARAM_INVALID])
@@ -218,8 +215,8 @@ def test_link_needs_identical_remote_cache_accessible(make_cluster: Any, h: Any,
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("off", [True, False])
-def test_link_with_identical_option_succeeds(make_cluster: Any, h: Any, mode: str, off: bool) -> None:
-    cluster = cluster_for(make_cluster, h, mode, local_off=off, remote_off=off, link=())
+def test_link_with_identical_option_succeeds(make_cluster: Any, mode: str, off: bool) -> None:
+    cluster = cluster_for(make_cluster, mode, local_off=off, remote_off=off, link=())
     cluster.link(1, 2)
     cluster.link(2, 1)
     a = cluster.node(1)
@@ -248,8 +245,8 @@ def test_link_check_without_cache_manager() -> None:
 
 # ---- 1d: the remote table is synced at the first transfer attempt (both modes) ---------------------------
 @pytest.mark.parametrize("mode", MODES)
-def test_failed_first_attempt_still_syncs(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_failed_first_attempt_still_syncs(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(2, [1, 4], DataType.DT_INT8)
     src = a.cache_manager.allocate_cache(d)
@@ -260,13 +257,13 @@ def test_failed_first_attempt_still_syncs(make_cluster: Any, h: Any, mode: str) 
     late = b.cache_manager.allocate_cache(d)  # after the (failed) first attempt: invisible over this link
     key = CacheKeyByIdAndIndex(2, late.cache_id)
     assert status_of(a.cache_manager.push_cache, key, src) == S.LLM_KV_CACHE_NOT_EXIST
-    h.relink(cluster)
+    relink(cluster)
     a.cache_manager.push_cache(key, src)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_version_zero_table_is_synced_again(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_version_zero_table_is_synced_again(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(2, [1, 4], DataType.DT_INT8)
     src = a.cache_manager.allocate_cache(d)
@@ -283,8 +280,8 @@ def test_version_zero_table_is_synced_again(make_cluster: Any, h: Any, mode: str
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_python_level_refusal_is_no_transfer_attempt(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_python_level_refusal_is_no_transfer_attempt(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(2, [1, 4], DataType.DT_INT8)
     src = a.cache_manager.allocate_cache(d)
@@ -299,12 +296,12 @@ def test_python_level_refusal_is_no_transfer_attempt(make_cluster: Any, h: Any, 
 # ---- vendor: tensor_num_per_layer above the tensor count ---------------------------------------------------
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("tnpl", [5, 100])
-def test_tnpl_above_tensor_count(make_cluster: Any, h: Any, mode: str, tnpl: int) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_tnpl_above_tensor_count(make_cluster: Any, mode: str, tnpl: int) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(4, [2, 8], DataType.DT_INT8)
     src, dst = a.cache_manager.allocate_cache(d), b.cache_manager.allocate_cache(d)
-    h.fill_random(a, src, seed=2)
+    fill_random(a, src, seed=2)
     filled(b, dst, SENTINEL)
     key = CacheKeyByIdAndIndex(2, dst.cache_id)
     if mode == "reference":  # documentation: tensor_num_per_layer in [1, num_tensors]
@@ -319,13 +316,13 @@ def test_tnpl_above_tensor_count(make_cluster: Any, h: Any, mode: str, tnpl: int
 
 # ---- vendor: a source entry larger than the destination's is copied with the local stride ------------------
 @pytest.mark.parametrize("mode", MODES)
-def test_larger_source_entry_overflows_into_next_slot_and_tensor(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_larger_source_entry_overflows_into_next_slot_and_tensor(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     src = a.cache_manager.allocate_cache(CacheDesc(2, [2, 12], DataType.DT_INT8))  # stride 12
     dst = b.cache_manager.allocate_cache(CacheDesc(2, [2, 8], DataType.DT_INT8))   # stride 8, 16 B per tensor
     bystander = b.cache_manager.allocate_cache(CacheDesc(1, [16], DataType.DT_INT8))  # next in the pool
-    data = h.fill_random(a, src, seed=7)
+    data = fill_random(a, src, seed=7)
     filled(b, dst, SENTINEL)
     filled(b, bystander, SENTINEL)
     if mode == "reference":  # documentation (memory safety): refused before any byte moves
@@ -354,11 +351,11 @@ def test_larger_source_entry_overflows_into_next_slot_and_tensor(make_cluster: A
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_larger_source_entry_overwrites_an_adjacent_cache(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_larger_source_entry_overwrites_an_adjacent_cache(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     src = a.cache_manager.allocate_cache(CacheDesc(1, [1, 24], DataType.DT_INT8))
-    data = h.fill_random(a, src, seed=5)
+    data = fill_random(a, src, seed=5)
     base = b.alloc_memory("DEVICE", 32)  # one segment: dst's only tensor (16 B), then a neighbour's (16 B)
     b.write_memory(base, np.full(32, SENTINEL, np.uint8))
     dst = b.cache_manager.register_cache(CacheDesc(1, [2, 8], DataType.DT_INT8), [base], remote_accessible=True)
@@ -376,11 +373,11 @@ def test_larger_source_entry_overwrites_an_adjacent_cache(make_cluster: Any, h: 
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_larger_source_entry_into_guarded_raw_memory(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_larger_source_entry_into_guarded_raw_memory(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     src = a.cache_manager.allocate_cache(CacheDesc(2, [2, 16], DataType.DT_INT8))
-    data = h.fill_random(a, src, seed=11)
+    data = fill_random(a, src, seed=11)
     guard, n = 32, 16  # dst tensors of 2 x 8 bytes, each in its own raw segment between guard bands
     bases = [b.alloc_memory("DEVICE", n + 2 * guard) for _ in range(2)]
     for base in bases:
@@ -399,13 +396,13 @@ def test_larger_source_entry_into_guarded_raw_memory(make_cluster: Any, h: Any, 
         assert (region[:guard + 8] == SENTINEL).all() and (region[guard + 24:] == SENTINEL).all()
 
 
-def test_vendor_overflow_past_a_segment_end_does_not_crash(make_cluster: Any, h: Any) -> None:
+def test_vendor_overflow_past_a_segment_end_does_not_crash(make_cluster: Any) -> None:
     """The count runs past the end of the raw segment that holds the tensor: the bytes that land in modelled
     memory are written, the rest go nowhere, and the call returns normally."""
-    cluster = cluster_for(make_cluster, h, "vendor")
+    cluster = cluster_for(make_cluster, "vendor")
     a, b = cluster.node(1), cluster.node(2)
     src = a.cache_manager.allocate_cache(CacheDesc(1, [1, 64], DataType.DT_INT8))
-    data = h.fill_random(a, src, seed=3)
+    data = fill_random(a, src, seed=3)
     base = b.alloc_memory("DEVICE", 16)  # exactly the tensor: nothing modelled follows it
     b.write_memory(base, np.full(16, SENTINEL, np.uint8))
     dst = b.cache_manager.register_cache(CacheDesc(1, [2, 8], DataType.DT_INT8), [base], remote_accessible=True)
@@ -416,8 +413,8 @@ def test_vendor_overflow_past_a_segment_end_does_not_crash(make_cluster: Any, h:
 
 # ---- vendor: a freed and reused destination is written through the stale table ------------------------------
 @pytest.mark.parametrize("mode", MODES)
-def test_freed_and_reused_destination(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_freed_and_reused_destination(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(4, [2, 8], DataType.DT_INT8)
     src = a.cache_manager.allocate_cache(d)
@@ -425,7 +422,7 @@ def test_freed_and_reused_destination(make_cluster: Any, h: Any, mode: str) -> N
     old_addrs = list(old.tensor_addrs)
     key = CacheKeyByIdAndIndex(2, old.cache_id, 1)
     a.cache_manager.push_cache(key, src)  # first transfer: the link syncs the table, which holds `old`
-    data = h.fill_random(a, src, seed=8)
+    data = fill_random(a, src, seed=8)
     b.cache_manager.deallocate_cache(old)
     reuse = b.cache_manager.allocate_cache(d)  # a newer cache in the same pool memory
     assert reuse.cache_id != old.cache_id and list(reuse.tensor_addrs) == old_addrs
@@ -441,8 +438,8 @@ def test_freed_and_reused_destination(make_cluster: Any, h: Any, mode: str) -> N
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_freed_before_first_sync_is_unknown(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_freed_before_first_sync_is_unknown(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(2, [1, 4], DataType.DT_INT8)
     src = a.cache_manager.allocate_cache(d)
@@ -455,11 +452,11 @@ def test_freed_before_first_sync_is_unknown(make_cluster: Any, h: Any, mode: str
     assert all((t == SENTINEL).all() for t in snapshot(b, reuse))
 
 
-def test_vendor_stale_key_fallback(make_cluster: Any, h: Any) -> None:
+def test_vendor_stale_key_fallback(make_cluster: Any) -> None:
     """cache_id 0 resolves through the (req_id 0, model_id 0) key of the synced table, also once freed."""
     from reference_impl import CacheKey
 
-    cluster = cluster_for(make_cluster, h, "vendor")
+    cluster = cluster_for(make_cluster, "vendor")
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(2, [1, 4], DataType.DT_INT8)
     src = a.cache_manager.allocate_cache(d)
@@ -474,12 +471,12 @@ def test_vendor_stale_key_fallback(make_cluster: Any, h: Any) -> None:
 
 # ---- the modes share everything else ------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", MODES)
-def test_plain_push_is_identical(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_plain_push_is_identical(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     d = CacheDesc(6, [3, 5], DataType.DT_FLOAT)
     src, dst = a.cache_manager.allocate_cache(d), b.cache_manager.allocate_cache(d)
-    data = h.fill_random(a, src, seed=3)
+    data = fill_random(a, src, seed=3)
     a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache_id, 2), src, 1)
     for t in range(6):
         got = b.read_tensor(dst, t)
@@ -487,8 +484,8 @@ def test_plain_push_is_identical(make_cluster: Any, h: Any, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_no_rollback_and_native_status(make_cluster: Any, h: Any, mode: str) -> None:
-    cluster = cluster_for(make_cluster, h, mode)
+def test_no_rollback_and_native_status(make_cluster: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, mode)
     a, b = cluster.node(1), cluster.node(2)
     src = a.cache_manager.allocate_cache(CacheDesc(8, [1, 4], DataType.DT_INT8))
     dst = b.cache_manager.allocate_cache(CacheDesc(4, [1, 4], DataType.DT_INT8))

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 
 from conformance_tests.report import SCHEMA_PATH, ReportError, load_report, validate_report, write_reports
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 
 def test_published_schema_is_identical_to_packaged():

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.helpers.seeds import SEED_PAGES, SEEDS
+
 MINI_SPEC: dict[str, Any] = {
     "spec_version": "9.0.0",
     "api": "push_cache",
@@ -157,11 +159,6 @@ def write_spec(tmp_path: pathlib.Path) -> Callable[..., pathlib.Path]:
         return path
 
     return write
-
-
-#: the push_cache documentation pages (../shared/seeds/, beside the repository), by language
-SEEDS = pathlib.Path(__file__).resolve().parents[3] / "shared" / "seeds"
-SEED_PAGES = {"en": "push_cache.en.txt", "zh": "push_cache.zh.md"}
 
 
 @pytest.fixture(scope="session")

@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from pathlib import Path
 
 import pytest
 
 from conformance_tests.spec import load_spec
-from tests.spec.conftest import SEED_PAGES
+from tests.helpers import ROOT
+from tests.helpers.seeds import SEED_PAGES
 
-ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "spec" / "README.md"
 HEADINGS = {"en": "### English page", "zh": "### Chinese page"}
 SECTION = "## What the spec covers"

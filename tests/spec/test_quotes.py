@@ -9,7 +9,7 @@ import re
 import pytest
 
 from conformance_tests.spec import load_spec
-from tests.spec.conftest import SEED_PAGES
+from tests.helpers.seeds import SEED_PAGES
 
 
 def _norm(text: str) -> str:

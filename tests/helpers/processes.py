@@ -1,8 +1,7 @@
-"""Node specs for the node host's self-tests (importable by the tests; conftest is not)."""
+"""Node processes and node agents: whether a process is gone, and ``python -m nodehost serve`` started by a test."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -11,36 +10,28 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT, child_pythonpath
+
 #: two loopback addresses, one agent each: nodes of one cluster on two "hosts"
 ADDRESSES = ("127.0.0.2", "127.0.0.3")
 
-TIMEOUT_MS = 300
 
-
-def node_options(timeout_ms: int = TIMEOUT_MS, host_pool: bool = True) -> dict[str, str]:
-    pool = json.dumps({"memory_size": 1 << 22, "page_shift": 16})
-    opts = {"llm.EnableCacheManager": "1", "llm.EnableRemoteCacheAccessible": "1", "llm.MemPoolConfig": pool,
-            "llm.SyncKvCacheWaitTime": str(timeout_ms)}
-    if host_pool:
-        opts["llm.HostMemPoolConfig"] = pool
-    return opts
-
-
-def specs(*ids: int, timeout_ms: int = TIMEOUT_MS, host_pool: bool = True) -> list[dict[str, Any]]:
-    return [{"cluster_id": cid, "role": "PROMPT" if i == 0 else "DECODER",
-             "options": node_options(timeout_ms, host_pool)} for i, cid in enumerate(ids)]
+def process_gone(pid: int) -> bool:
+    """True when ``pid`` no longer runs (absent, or a zombie nobody waited for)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
 
 
 class AgentRun:
     """One ``python -m nodehost serve`` process started by a test, its output in ``log`` (ended by pid)."""
 
     def __init__(self, ip: str, key: str, log: Path, pythonpath: Sequence[Path] = ()) -> None:
-        path = [*map(str, pythonpath), str(ROOT), os.environ.get("PYTHONPATH", "")]
         env = dict(os.environ, NODEHOST_KEY=key, UCX_NET_DEVICES="lo", NIXL_LOG_LEVEL="ERROR",
-                   PYTHONPATH=os.pathsep.join(p for p in path if p))
+                   PYTHONPATH=child_pythonpath(pythonpath))
         self.log = log
         with open(log, "w") as out:  # a file, not a pipe: the agent logs a line per node process
             self.proc = subprocess.Popen([sys.executable, "-m", "nodehost", "serve", "--listen", f"{ip}:0"],
