@@ -761,18 +761,6 @@ class zips_unequal_ranges(CacheManager):
         return zip(a.src_layer_range, a.dst_layer_range, strict=False)   # the longer range's tail is dropped
 
 
-@mutant("checks only the source for host->device contiguity: writes a host cache into a blocks device cache",
-        ("push_cache.restriction.host_to_device.contiguous",))
-class blocks_device_destination(CacheManager):
-    def _check_restrictions(self, a, local, remote):  # type: ignore[no-untyped-def]
-        if local.placement == Placement.HOST and remote.placement == Placement.DEVICE and local.is_blocks:
-            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
-                                     "host to device push supports only a contiguous source cache")
-        if local.placement != remote.placement and not self._enabled_mem_pool:
-            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
-                                     "device<->host push needs llm.MemPoolConfig (device memory pool)")
-
-
 # ---------------------------------------------------------------- timeouts
 @mutant("converts llm.SyncKvCacheWaitTime from ms twice: times out after 1/1000 of the budget",
         ("push_cache.timeout.within_budget",))

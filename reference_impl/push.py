@@ -20,7 +20,6 @@ import numpy as np
 from .cache import Cache
 from .cache_keys import CacheKeyByIdAndIndex
 from .checks import check_int64, check_isinstance, check_layer_range, check_uint32
-from .enums import Placement
 from .status import LLMException, LLMStatusCode, log, raise_if_false
 
 if TYPE_CHECKING:
@@ -303,10 +302,10 @@ class PushCacheMixin:
                                      f"batch index[{a.src_batch_index}] is out of range[0, {local.batch_size})")
 
     def _check_restrictions(self, a: PushArgs, local: CacheEntry, remote: CacheEntry) -> None:
-        if local.placement == Placement.HOST and remote.placement == Placement.DEVICE and (
-                local.is_blocks or remote.is_blocks):
-            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
-                                     "host to device push supports only contiguous caches on both sides")
+        """The device-pool restriction. "When src_cache is on the host and dst_cache is on the device, only
+        scenarios where both caches are contiguous are supported" names no error: a blocks source is refused for
+        every placement by #5, and a blocks destination is written like a contiguous one, as the vendor does (no
+        native check looks at it: facts §1.3); its batch size is 1 and its block size is the stride."""
         if local.placement != remote.placement and not self._enabled_mem_pool:
             raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
                                      "device<->host push needs llm.MemPoolConfig (device memory pool)")
