@@ -762,6 +762,12 @@ class zips_unequal_ranges(CacheManager):
 
 
 # ---------------------------------------------------------------- timeouts
+@mutant("applies llm.SyncKvCacheWaitTime to each layer's transfer, not to the whole push (the vendor's reading)",
+        ("push_cache.timeout.total_over_layers",))
+class per_layer_timeout(CacheManager):
+    sync_timeout_scope = "layer"
+
+
 @mutant("converts llm.SyncKvCacheWaitTime from ms twice: times out after 1/1000 of the budget",
         ("push_cache.timeout.within_budget",))
 class timeout_converted_twice(CacheManager):

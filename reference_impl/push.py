@@ -60,6 +60,8 @@ class PushArgs:
     tensor_num_per_layer: Any
     #: set by ``_push_layer`` at the first layer (and again if the local or remote entry changes)
     plan: PushPlan | None = None
+    #: seconds of transfer this push has waited so far (``_await_transfer``)
+    spent: float = 0.0
 
 
 #: the vendor's Python-layer argument checks, facts §1.2 #2..#13, in the vendor's order
@@ -93,6 +95,11 @@ class PushCacheMixin:
         "_check_tnpl_upper_bound",      # documentation: tensor_num_per_layer in [1, num_tensors]
         "_check_range_values",          # documentation: src_layer_range and dst_layer_range the same value
     )
+
+    #: what llm.SyncKvCacheWaitTime bounds: "push", the whole push ("if the execution time exceeds the value of
+    #: sync_kv_timeout, an LLMException is thrown"), or "layer", each layer's transfer (the vendor: the
+    #: per-layer BatchTransfer timeout, facts §1.3 N12 and §5)
+    sync_timeout_scope: str = "push"
 
     def push_cache(self, dst_cache_key: CacheKeyByIdAndIndex, src_cache: Cache, src_batch_index: int = 0,
                    src_layer_range: range | None = None, dst_layer_range: range | None = None, size: int = -1,
@@ -365,15 +372,25 @@ class PushCacheMixin:
             return float("inf")
         return link.params.seconds_for(nbytes) + faults.send_delay_s
 
+    def _transfer_budget_s(self, a: PushArgs, timeout: float) -> float:
+        """Seconds this layer's transfer may take: what the push has left of ``timeout`` (llm.SyncKvCacheWaitTime),
+        or all of it for each layer when ``sync_timeout_scope`` is "layer"."""
+        if self.sync_timeout_scope == "layer":
+            return timeout
+        return max(0.0, timeout - a.spent)
+
     def _await_transfer(self, a: PushArgs, link: Link, seconds: float) -> None:
-        """Wait ``seconds`` of simulated transfer; past llm.SyncKvCacheWaitTime, wait that long and time out."""
+        """Wait ``seconds`` of simulated transfer; past what is left of llm.SyncKvCacheWaitTime, wait that long and
+        time out."""
         timeout = self.engine.sync_timeout_s
+        budget = self._transfer_budget_s(a, timeout)
         stop = self.engine.stop_event
-        if seconds > timeout:
-            if not stop.wait(timeout):
+        if seconds > budget:
+            if not stop.wait(budget):
                 raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT,
                                          f"transfer did not complete within {timeout * 1000:.0f} ms")
         elif not stop.wait(seconds):
+            a.spent += seconds
             if self.engine.fabric.usable_link(self.engine, link.server.cluster_id) is None:
                 raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "remote cluster went away")
             return

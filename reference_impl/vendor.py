@@ -16,7 +16,9 @@ quirks, for tests of code written against the real package.
   gap, not modelled memory) go nowhere;
 * the remote cache table is the one synced at the first transfer attempt over the link, and nothing else:
   a cache deallocated after that sync is still found, and its old memory is written, even when a newer
-  allocation now uses it.
+  allocation now uses it;
+* llm.SyncKvCacheWaitTime bounds each layer's transfer (the native per-layer BatchTransfer timeout), so a push
+  whose layers each fit returns normally however long it takes in all.
 
 Shared with the reference (both model the vendor there): the link-time llm.EnableRemoteCacheAccessible check,
 the first-attempt table sync, the per-layer native checks N1-N11, no rollback, the status codes.
@@ -50,11 +52,18 @@ if TYPE_CHECKING:
     from .fabric import Link
 
 
-class VendorCacheManager(CacheManager):
-    """The reference CacheManager with the vendor's departures (see the module docstring)."""
+class VendorPushMixin:
+    """The vendor's departures that do not depend on where the caches live: the multi-process vendor mode
+    (``reference_impl.multiprocess.vendor``) mixes in the same class."""
 
     #: facts §1.2 #1..#13 exactly: the option first, no documentation bounds after #13
     push_check_order = ("_check_push_enabled",) + ARGUMENT_CHECKS
+    #: llm.SyncKvCacheWaitTime bounds each layer's transfer, not the whole push (facts §1.3 N12, §5)
+    sync_timeout_scope = "layer"
+
+
+class VendorCacheManager(VendorPushMixin, CacheManager):
+    """The reference CacheManager with the vendor's departures (see the module docstring)."""
 
     def _check_strides(self, a: PushArgs, local: CacheEntry, remote: CacheEntry) -> None:
         """The vendor never compares strides; the copy count is the local stride."""
@@ -88,5 +97,5 @@ class LLMDataDist(_ReferenceLLMDataDist):
 __all__ = [
     "BlocksCacheKey", "Cache", "CacheDesc", "CacheKey", "CacheKeyByIdAndIndex", "CacheManager", "DataType",
     "Fabric", "LLMClusterInfo", "LLMConfig", "LlmConfig", "LLMDataDist", "LLMException", "LLMRole",
-    "LLMStatusCode", "Placement", "VendorCacheManager",
+    "LLMStatusCode", "Placement", "VendorCacheManager", "VendorPushMixin",
 ]
