@@ -18,7 +18,9 @@ quirks, for tests of code written against the real package.
   a cache deallocated after that sync is still found, and its old memory is written, even when a newer
   allocation now uses it;
 * llm.SyncKvCacheWaitTime bounds each layer's transfer (the native per-layer BatchTransfer timeout), so a push
-  whose layers each fit returns normally however long it takes in all.
+  whose layers each fit returns normally however long it takes in all;
+* ``src_cache`` is looked up by its cache_id alone: a Cache of another node names the local cache that has the
+  same id (ids count from 1 on every node), and that cache is pushed.
 
 Shared with the reference (both model the vendor there): the link-time llm.EnableRemoteCacheAccessible check,
 the first-attempt table sync, the per-layer native checks N1-N11, no rollback, the status codes.
@@ -44,7 +46,7 @@ from .config import LLMConfig, LlmConfig
 from .enums import DataType, LLMRole, Placement
 from .fabric import Fabric
 from .llm_datadist import LLMDataDist as _ReferenceLLMDataDist
-from .push import ARGUMENT_CHECKS, PushArgs, SlicePairs
+from .push import ARGUMENT_CHECKS, PushArgs, PushCacheMixin, SlicePairs
 from .status import LLMException, LLMStatusCode
 
 if TYPE_CHECKING:
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from .fabric import Link
 
 
-class VendorPushMixin:
+class VendorPushMixin(PushCacheMixin):
     """The vendor's departures that do not depend on where the caches live: the multi-process vendor mode
     (``reference_impl.multiprocess.vendor``) mixes in the same class."""
 
@@ -60,6 +62,19 @@ class VendorPushMixin:
     push_check_order = ("_check_push_enabled",) + ARGUMENT_CHECKS
     #: llm.SyncKvCacheWaitTime bounds each layer's transfer, not the whole push (facts §1.3 N12, §5)
     sync_timeout_scope = "layer"
+
+    def _resolve_local_cache(self, a: PushArgs) -> CacheEntry:
+        """The native layer gets ``src_cache.cache_id`` alone and looks it up in this node's table (facts §1.3
+        N3); cache ids are per-process counters from 1, so another node's Cache names the local cache with the
+        same id, which is then pushed."""
+        engine = self.engine
+        if not engine.alive:
+            raise self._native_error(a, LLMStatusCode.LLM_FAILED, "local engine is not alive")
+        entry = engine.caches.get(a.src_cache.cache_id)
+        if entry is None:
+            raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
+                                     f"cache id:{a.src_cache.cache_id} not found")
+        return entry
 
 
 class VendorCacheManager(VendorPushMixin, CacheManager):

@@ -65,3 +65,26 @@ def test_layers_within_the_bound_in_all_succeed_in_both_modes(make_cluster: Any,
     a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache_id), src)
     assert pushed_layers(b, dst) == 3
     a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache_id), src)  # a new push has the whole bound again
+
+
+# ---- src_cache: a local cache (documentation), any Cache whose id exists here (vendor) ----------------------
+
+
+@pytest.mark.parametrize("mode", ["reference", "vendor"])
+def test_a_cache_of_another_node(make_cluster: Any, h: Any, mode: str) -> None:
+    cluster = cluster_for(make_cluster, h, mode)
+    a, b, src, dst = caches(cluster, layers=2)
+    assert src.cache_id == dst.cache_id == 1  # each node counts its cache ids from 1
+    key = CacheKeyByIdAndIndex(2, dst.cache_id)
+    if mode == "reference":
+        with pytest.raises(LLMException) as info:
+            a.cache_manager.push_cache(key, dst)
+        assert info.value.status_code == S.LLM_KV_CACHE_NOT_EXIST and pushed_layers(b, dst) == 0
+        return
+    a.cache_manager.push_cache(key, dst)  # the remote's Cache names local cache 1, the source
+    assert pushed_layers(b, dst) == 2
+    b.cache_manager.allocate_cache(src.cache_desc)
+    other = b.cache_manager.allocate_cache(src.cache_desc)  # remote cache 3: no local cache has that id
+    with pytest.raises(LLMException) as info:
+        a.cache_manager.push_cache(key, other)
+    assert info.value.status_code == S.LLM_KV_CACHE_NOT_EXIST
