@@ -180,6 +180,8 @@ class PushCacheMixin:
         return zip(a.src_layer_range, a.dst_layer_range, strict=True)
 
     def _push_layer(self, a: PushArgs, src_layer: int, dst_layer: int) -> None:
+        if a.plan is None:
+            self._check_native_arguments(a)                   # the binding's conversion of the call's tuple
         local = self._resolve_local_cache(a)                  # N1, N3
         link = self._resolve_link(a)                          # N4-N6
         plan = a.plan
@@ -211,6 +213,14 @@ class PushCacheMixin:
             plan.dst_slots = remote.slot_views(plan.dst_offset, plan.nbytes)
             plan.default_pairs = cls._tensor_pairs is PushCacheMixin._tensor_pairs
         return plan
+
+    def _check_native_arguments(self, a: PushArgs) -> None:
+        """CacheKeyByIdAndIndex takes a negative cache_id (int64), but the native call's field is a uint64: the
+        vendor's binding refuses the conversion with a TypeError before any native check (facts §1.2, §9)."""
+        cache_id = a.dst_cache_key.cache_id
+        if cache_id < 0:
+            raise TypeError(f"transfer_cache_v2(): incompatible function arguments: dst cache_id {cache_id} is not "
+                            "a uint64")
 
     def _native_error(self, a: PushArgs, status: LLMStatusCode, detail: str) -> LLMException:
         msg = f"[push_cache] failed, error code is {status}, dst_cache_key = {a.dst_cache_key}. {detail}"

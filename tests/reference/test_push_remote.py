@@ -73,7 +73,9 @@ class TestUnknownCaches:
         a = pair.node(1)
         src = a.cache_manager.allocate_cache(desc())
         assert push_status(a, CacheKeyByIdAndIndex(2, 12345), src) == S.LLM_KV_CACHE_NOT_EXIST
-        assert push_status(a, CacheKeyByIdAndIndex(2, -3), src) == S.LLM_KV_CACHE_NOT_EXIST
+        assert push_status(a, CacheKeyByIdAndIndex(2, 0), src) == S.LLM_KV_CACHE_NOT_EXIST  # no key (0, 0) bound
+        with pytest.raises(TypeError, match="uint64"):  # the binding's conversion, before any native check
+            a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, -3), src)
 
     def test_deallocated_remote_never_written(self, pair: Any) -> None:
         a, b = pair.node(1), pair.node(2)
