@@ -228,6 +228,15 @@ class accepts_cache_key(CacheManager):
         check_isinstance("dst_cache_key", a.dst_cache_key, [CacheKeyByIdAndIndex, CacheKey], allow_none=False)
 
 
+@mutant("refuses a CacheKey destination with LLMException(LLM_PARAM_INVALID), not the TypeError/ValueError of a "
+        "wrong data type",
+        ("push_cache.restriction.remote_accessible.key_type",))
+class llm_exception_for_cache_key(CacheManager):
+    def _check_dst_cache_key_type(self, a):  # type: ignore[no-untyped-def]
+        raise_if_false(not isinstance(a.dst_cache_key, CacheKey), "only CacheKeyByIdAndIndex is supported")
+        super()._check_dst_cache_key_type(a)
+
+
 @mutant("skips the enable_remote_cache_accessible check",
         ("push_cache.restriction.remote_accessible.required",), breaks="should")
 class skips_remote_accessible_check(CacheManager):
