@@ -453,7 +453,8 @@ def run_signature(clause: Any, item: Item) -> None:
         except (TypeError, ValueError) as exc:
             # e.g. a native binding: the behavioural clauses (positional, defaults, no_var_kwargs) still judge it
             pytest.skip(f"not supported: push_cache has no introspectable signature ({exc})")
-        problems = signature_problems(sig, entry)
+        problems = signature_problems(sig, entry,
+                                      kwargs_may_be_named=bool(clause.procedure.get("kwargs_may_be_named")))
         assert not problems, (f"clause {clause.id} (release {ctx.release})\n  inspect.signature(push_cache) = {sig}\n  "
                               + "\n  ".join(problems))
 

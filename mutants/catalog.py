@@ -439,7 +439,7 @@ class ignores_remote_accessible(CacheManager):
 
 # ---------------------------------------------------------------- the types
 @mutant("allocates bf16 caches with 4-byte elements",
-        ("push_cache.types.data_type.element_size",))
+        ("push_cache.types.data_type.element_size",), breaks="should")
 class bf16_as_four_bytes(CacheManager):
     def allocate_cache(self, cache_desc, cache_keys=()):  # type: ignore[no-untyped-def]
         if isinstance(cache_desc, CacheDesc) and cache_desc.data_type is DataType.DT_BF16:
@@ -449,7 +449,7 @@ class bf16_as_four_bytes(CacheManager):
 
 
 @mutant("raises LLMException without a status code for a bad layer range",
-        ("push_cache.types.llm_exception.status_code",))
+        ("push_cache.types.llm_exception.status_code",), breaks="should")
 class exception_without_status(CacheManager):
     def _check_src_layer_range(self, a):  # type: ignore[no-untyped-def]
         try:
@@ -478,8 +478,44 @@ class _KeyFieldBackend(ReferenceBackend):
 
 
 MUTANTS.append(Mutant("key_batch_index_ignored", "CacheKeyByIdAndIndex.batch_index always reads 0",
-                      ("push_cache.types.cache_key_by_id_and_index.fields", "push_cache.data.dst_batch_slice")))
+                      ("push_cache.data.dst_batch_slice",)))
 key_batch_index_ignored = _KeyFieldBackend(name="mutant-key_batch_index_ignored")
+
+
+class _FeatureOffAfterFirstCluster(CacheManager):
+    feature_on = True
+
+    def push_cache(self, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        if not self.feature_on:
+            raise LLMException("push_cache is not enabled on this product",
+                               status_code=LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
+        super().push_cache(*args, **kwargs)
+
+
+class _OnA3Backend(ReferenceBackend):
+    """Declares an Atlas A3 product, and enables push_cache only in the first cluster it opens (the smoke check's):
+    a feature flag that later clusters do not get."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cache_manager_cls=_FeatureOffAfterFirstCluster, **kwargs)
+        self.opened = 0
+
+    def capabilities(self) -> dict[str, Any]:
+        return {**super().capabilities(), "product": "Atlas A3 inference products"}
+
+    def open_cluster(self, node_specs):  # type: ignore[no-untyped-def]
+        cluster = super().open_cluster(node_specs)
+        self.opened += 1
+        for node in cluster.nodes.values():
+            node.cache_manager.feature_on = self.opened == 1
+        return cluster
+
+
+MUTANTS.append(Mutant("refuses_on_supported_product",
+                      "on the Atlas A3 product it declares, refuses push_cache (LLM_FEATURE_NOT_ENABLED) after the "
+                      "first cluster", ("push_cache.applicability.products",),
+                      focus=("push_cache.applicability.products",)))
+refuses_on_supported_product = _OnA3Backend(name="mutant-refuses_on_supported_product")
 
 
 # ---------------------------------------------------------------- defects a weak suite lets through (issue 10)
