@@ -23,7 +23,7 @@ from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 from . import outcomes, session, strategies, violations
-from .outcomes import Expectation, Observation, Raises, Succeeds
+from .outcomes import Expectation, Observation, Raises
 from .recorder import lit
 from .spec import signature_parameters
 from .testbed import (

@@ -22,7 +22,7 @@ from reference_impl.cache_desc import CacheDesc
 from reference_impl.cache_keys import CacheKey, CacheKeyByIdAndIndex
 from reference_impl.cache_manager import CacheManager
 from reference_impl.checks import check_isinstance
-from reference_impl.enums import DataType, Placement
+from reference_impl.enums import DataType
 from reference_impl.memory import AddressError
 from reference_impl.status import LLMException, LLMStatusCode, log, raise_if_false
 
