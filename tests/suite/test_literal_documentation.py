@@ -8,12 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tests.certify_runner import certify
-
-# one pytest-xdist worker runs this module's full run
-pytestmark = pytest.mark.xdist_group("test_literal_documentation")
 
 
 def test_a_backend_that_follows_the_documentation_literally_is_certified(tmp_path: Path) -> None:
