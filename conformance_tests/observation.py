@@ -129,6 +129,13 @@ def _source(obs: Observation) -> list[str]:
     return oracle.diff(tb.src_data, obs.after(tb.src.name), "src (must be unchanged)")
 
 
+@_register(POSTCONDITIONS, "confined")
+def _confined(obs: Observation) -> list[str]:
+    """Success confined to the targeted slices: what they hold is not judged (the input means nothing the
+    documentation defines there), everything else is: ``untouched``, ``source`` and ``guards`` together."""
+    return _untouched(obs) + _source(obs) + obs.tb.guard_violations()
+
+
 @_register(POSTCONDITIONS, "guards")
 def _guards(obs: Observation) -> list[str]:
     return obs.tb.guard_violations() + obs.tb.freed_violations()

@@ -157,7 +157,8 @@ def layouts(draw: Any, dom: Domain, *, data_type: str | None = None, transfer: t
             dst_register: bool | None = None, min_tensors: int = 1, same_tensors: bool = False) -> Layout:
     """A valid push: every documented data type, ranks, batch sizes and batch indices anywhere in range, source and
     destination with their own batch counts and memory kind, every divisor of the tensor count as
-    tensor_num_per_layer, the default or an explicit layer range (the same on both sides, as documented)."""
+    tensor_num_per_layer, the default or an explicit layer range (the same on both sides, as documented), and a
+    destination with more layers than the source only with an explicit range."""
     dtype = data_type or draw(st.sampled_from(dom.data_types), label="data_type")
     itemsize = dom.itemsize[dtype]
     src_p, dst_p = transfer or draw(st.sampled_from(dom.transfers), label="transfer")
@@ -175,7 +176,14 @@ def layouts(draw: Any, dom: Domain, *, data_type: str | None = None, transfer: t
     dst_batch = draw(st.integers(*dom.batch), label="dst batch")
     inner = draw(inner_shape(dom, max(src_batch, dst_batch), itemsize))
     dst_inner = reshape(draw, inner, dom)
-    extra_layers = 0 if same_tensors else draw(st.sampled_from([0, 0, 1, 2]), label="extra dst layers")
+    rng: tuple[int, ...] | None = None
+    if draw(st.booleans(), label="explicit layer range"):
+        start = draw(st.integers(0, layers - 1), label="range start")
+        rng = (start, draw(st.integers(start + 1, layers), label="range stop"))
+    # a destination with more layers only with explicit ranges: with the default ones the documentation says
+    # "all layers" and "the same value" on both sides, which a larger destination leaves open (a may clause)
+    extra_layers = (0 if same_tensors or rng is None
+                    else draw(st.sampled_from([0, 0, 1, 2]), label="extra dst layers"))
     dst_total = total + extra_layers * tnpl
 
     def reg(what: str) -> bool:
@@ -184,10 +192,6 @@ def layouts(draw: Any, dom: Domain, *, data_type: str | None = None, transfer: t
     src = Side(total, (src_batch, *inner), dtype, src_p, reg("src"))
     dst = Side(dst_total, (dst_batch, *dst_inner), dtype, dst_p,
                dom.can_register and dst_register if dst_register is not None else reg("dst"))
-    rng: tuple[int, ...] | None = None
-    if draw(st.booleans(), label="explicit layer range"):
-        start = draw(st.integers(0, layers - 1), label="range start")
-        rng = (start, draw(st.integers(start + 1, layers), label="range stop"))
     return Layout(src, dst, tnpl, draw(st.integers(0, src_batch - 1), label="src_batch_index"),
                   draw(st.integers(0, dst_batch - 1), label="dst batch_index"), rng, rng,
                   seed=draw(st.integers(0, 2**16), label="data seed"))

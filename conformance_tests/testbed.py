@@ -235,6 +235,7 @@ class Testbed:
         register = not desc.blocks and bool(desc.register if desc.register is not None
                                             else guard and self.can_register())
         dvalue = self.desc_value(node_name, desc)
+        keys = self._cache_keys(node_name, desc)
         guarded = None
         region = None
         if register:
@@ -252,14 +253,29 @@ class Testbed:
             region = (mem, total)
             cache = self._step(f"register_cache ({name})", self.rec.invoke, name, node, "cache_manager.register_cache",
                                dvalue, Value(addrs, f"[{name}_mem + {pad} + i * {step} for i in range({len(addrs)})]"),
-                               remote_accessible=lit(desc.remote_accessible))
+                               remote_accessible=lit(desc.remote_accessible), **keys)
             guarded = addrs
         else:
             method = "allocate_blocks_cache" if desc.blocks else "allocate_cache"
-            cache = self._step(f"{method} ({name})", self.rec.invoke, name, node, f"cache_manager.{method}", dvalue)
+            cache = self._step(f"{method} ({name})", self.rec.invoke, name, node, f"cache_manager.{method}", dvalue,
+                               **keys)
         info = CacheInfo(name, node_name, cache, layout, desc.data_type, placement, guarded, region)
         self.caches[name] = info
         return info
+
+    def _cache_keys(self, node_name: str, desc: CacheSpec) -> dict[str, Value]:
+        """A cache spec's ``cache_keys`` as the allocation's ``cache_keys`` argument: one
+        ``CacheKey(<the local node's cluster id>, req_id, model_id)`` per entry, bound to batch entries 0, 1, ..."""
+        if not desc.cache_keys:
+            return {}
+        napi = "api" if node_name == "local" else f"{node_name}.api"
+        code = "[" + ", ".join(f"{napi}.CacheKey({self.local_id}, {req}, {model})" for req, model in desc.cache_keys) + "]"
+        try:
+            api = self.node(node_name).api
+            return {"cache_keys": Value([api.CacheKey(self.local_id, req, model) for req, model in desc.cache_keys],
+                                        code)}
+        except Exception as exc:
+            raise HarnessError("CacheKey", f"{code}: {describe_exception(exc)}") from exc
 
     def _alloc(self, name: str, node_name: str, placement: str, total: int) -> int:
         return int(self.rec.let(f"{name}_mem", f"{node_name}.alloc_memory({placement!r}, {total})").obj)

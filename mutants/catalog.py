@@ -22,7 +22,7 @@ from reference_impl.cache_desc import CacheDesc
 from reference_impl.cache_keys import CacheKey, CacheKeyByIdAndIndex
 from reference_impl.cache_manager import CacheManager
 from reference_impl.checks import check_isinstance
-from reference_impl.enums import DataType, Placement
+from reference_impl.enums import DataType
 from reference_impl.memory import AddressError
 from reference_impl.status import LLMException, LLMStatusCode, log, raise_if_false
 
@@ -213,8 +213,10 @@ class value_error_for_bad_range(CacheManager):
             raise ValueError(str(exc)) from None
 
 
-@mutant("accepts a size other than -1",
-        ("push_cache.restriction.size.only_default", "push_cache.restriction.size.entry_size"))
+@mutant("accepts a size other than -1 and pushes one entry (inside the documentation's may envelope; the vendor "
+        "refuses it)",
+        ("push_cache.restriction.size.only_default.status", "push_cache.restriction.size.entry_size.status"),
+        breaks="should")
 class accepts_any_size(CacheManager):
     push_check_order = _drop(CacheManager.push_check_order, "_check_size_value")
 
@@ -224,6 +226,15 @@ class accepts_any_size(CacheManager):
 class accepts_cache_key(CacheManager):
     def _check_dst_cache_key_type(self, a):  # type: ignore[no-untyped-def]
         check_isinstance("dst_cache_key", a.dst_cache_key, [CacheKeyByIdAndIndex, CacheKey], allow_none=False)
+
+
+@mutant("refuses a CacheKey destination with LLMException(LLM_PARAM_INVALID), not the TypeError/ValueError of a "
+        "wrong data type",
+        ("push_cache.restriction.remote_accessible.key_type",))
+class llm_exception_for_cache_key(CacheManager):
+    def _check_dst_cache_key_type(self, a):  # type: ignore[no-untyped-def]
+        raise_if_false(not isinstance(a.dst_cache_key, CacheKey), "only CacheKeyByIdAndIndex is supported")
+        super()._check_dst_cache_key_type(a)
 
 
 @mutant("skips the enable_remote_cache_accessible check",
@@ -428,7 +439,7 @@ class ignores_remote_accessible(CacheManager):
 
 # ---------------------------------------------------------------- the types
 @mutant("allocates bf16 caches with 4-byte elements",
-        ("push_cache.types.data_type.element_size",))
+        ("push_cache.types.data_type.element_size",), breaks="should")
 class bf16_as_four_bytes(CacheManager):
     def allocate_cache(self, cache_desc, cache_keys=()):  # type: ignore[no-untyped-def]
         if isinstance(cache_desc, CacheDesc) and cache_desc.data_type is DataType.DT_BF16:
@@ -438,7 +449,7 @@ class bf16_as_four_bytes(CacheManager):
 
 
 @mutant("raises LLMException without a status code for a bad layer range",
-        ("push_cache.types.llm_exception.status_code",))
+        ("push_cache.types.llm_exception.status_code",), breaks="should")
 class exception_without_status(CacheManager):
     def _check_src_layer_range(self, a):  # type: ignore[no-untyped-def]
         try:
@@ -467,8 +478,44 @@ class _KeyFieldBackend(ReferenceBackend):
 
 
 MUTANTS.append(Mutant("key_batch_index_ignored", "CacheKeyByIdAndIndex.batch_index always reads 0",
-                      ("push_cache.types.cache_key_by_id_and_index.fields", "push_cache.data.dst_batch_slice")))
+                      ("push_cache.data.dst_batch_slice",)))
 key_batch_index_ignored = _KeyFieldBackend(name="mutant-key_batch_index_ignored")
+
+
+class _FeatureOffAfterFirstCluster(CacheManager):
+    feature_on = True
+
+    def push_cache(self, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        if not self.feature_on:
+            raise LLMException("push_cache is not enabled on this product",
+                               status_code=LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
+        super().push_cache(*args, **kwargs)
+
+
+class _OnA3Backend(ReferenceBackend):
+    """Declares an Atlas A3 product, and enables push_cache only in the first cluster it opens (the smoke check's):
+    a feature flag that later clusters do not get."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cache_manager_cls=_FeatureOffAfterFirstCluster, **kwargs)
+        self.opened = 0
+
+    def capabilities(self) -> dict[str, Any]:
+        return {**super().capabilities(), "product": "Atlas A3 inference products"}
+
+    def open_cluster(self, node_specs):  # type: ignore[no-untyped-def]
+        cluster = super().open_cluster(node_specs)
+        self.opened += 1
+        for node in cluster.nodes.values():
+            node.cache_manager.feature_on = self.opened == 1
+        return cluster
+
+
+MUTANTS.append(Mutant("refuses_on_supported_product",
+                      "on the Atlas A3 product it declares, refuses push_cache (LLM_FEATURE_NOT_ENABLED) after the "
+                      "first cluster", ("push_cache.applicability.products",),
+                      focus=("push_cache.applicability.products",)))
+refuses_on_supported_product = _OnA3Backend(name="mutant-refuses_on_supported_product")
 
 
 # ---------------------------------------------------------------- defects a weak suite lets through (issue 10)
@@ -771,19 +818,13 @@ class compares_ranges_before_default(CacheManager):
                        "must have the same value.", a.src_layer_range, a.dst_layer_range)
 
 
-@mutant("checks only the source for host->device contiguity: writes a host cache into a blocks device cache",
-        ("push_cache.restriction.host_to_device.contiguous",))
-class blocks_device_destination(CacheManager):
-    def _check_restrictions(self, a, local, remote):  # type: ignore[no-untyped-def]
-        if local.placement == Placement.HOST and remote.placement == Placement.DEVICE and local.is_blocks:
-            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
-                                     "host to device push supports only a contiguous source cache")
-        if local.placement != remote.placement and not self._enabled_mem_pool:
-            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
-                                     "device<->host push needs llm.MemPoolConfig (device memory pool)")
-
-
 # ---------------------------------------------------------------- timeouts
+@mutant("applies llm.SyncKvCacheWaitTime to each layer's transfer, not to the whole push (the vendor's reading)",
+        ("push_cache.timeout.total_over_layers",))
+class per_layer_timeout(CacheManager):
+    sync_timeout_scope = "layer"
+
+
 @mutant("converts llm.SyncKvCacheWaitTime from ms twice: times out after 1/1000 of the budget",
         ("push_cache.timeout.within_budget",))
 class timeout_converted_twice(CacheManager):

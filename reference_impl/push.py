@@ -20,7 +20,6 @@ import numpy as np
 from .cache import Cache
 from .cache_keys import CacheKeyByIdAndIndex
 from .checks import check_int64, check_isinstance, check_layer_range, check_uint32
-from .enums import Placement
 from .status import LLMException, LLMStatusCode, log, raise_if_false
 
 if TYPE_CHECKING:
@@ -61,6 +60,8 @@ class PushArgs:
     tensor_num_per_layer: Any
     #: set by ``_push_layer`` at the first layer (and again if the local or remote entry changes)
     plan: PushPlan | None = None
+    #: seconds of transfer this push has waited so far (``_await_transfer``)
+    spent: float = 0.0
 
 
 #: the vendor's Python-layer argument checks, facts §1.2 #2..#13, in the vendor's order
@@ -94,6 +95,11 @@ class PushCacheMixin:
         "_check_tnpl_upper_bound",      # documentation: tensor_num_per_layer in [1, num_tensors]
         "_check_range_values",          # documentation: src_layer_range and dst_layer_range the same value
     )
+
+    #: what llm.SyncKvCacheWaitTime bounds: "push", the whole push ("if the execution time exceeds the value of
+    #: sync_kv_timeout, an LLMException is thrown"), or "layer", each layer's transfer (the vendor: the
+    #: per-layer BatchTransfer timeout, facts §1.3 N12 and §5)
+    sync_timeout_scope: str = "push"
 
     def push_cache(self, dst_cache_key: CacheKeyByIdAndIndex, src_cache: Cache, src_batch_index: int = 0,
                    src_layer_range: range | None = None, dst_layer_range: range | None = None, size: int = -1,
@@ -174,6 +180,8 @@ class PushCacheMixin:
         return zip(a.src_layer_range, a.dst_layer_range, strict=True)
 
     def _push_layer(self, a: PushArgs, src_layer: int, dst_layer: int) -> None:
+        if a.plan is None:
+            self._check_native_arguments(a)                   # the binding's conversion of the call's tuple
         local = self._resolve_local_cache(a)                  # N1, N3
         link = self._resolve_link(a)                          # N4-N6
         plan = a.plan
@@ -205,6 +213,14 @@ class PushCacheMixin:
             plan.dst_slots = remote.slot_views(plan.dst_offset, plan.nbytes)
             plan.default_pairs = cls._tensor_pairs is PushCacheMixin._tensor_pairs
         return plan
+
+    def _check_native_arguments(self, a: PushArgs) -> None:
+        """CacheKeyByIdAndIndex takes a negative cache_id (int64), but the native call's field is a uint64: the
+        vendor's binding refuses the conversion with a TypeError before any native check (facts §1.2, §9)."""
+        cache_id = a.dst_cache_key.cache_id
+        if cache_id < 0:
+            raise TypeError(f"transfer_cache_v2(): incompatible function arguments: dst cache_id {cache_id} is not "
+                            "a uint64")
 
     def _native_error(self, a: PushArgs, status: LLMStatusCode, detail: str) -> LLMException:
         msg = f"[push_cache] failed, error code is {status}, dst_cache_key = {a.dst_cache_key}. {detail}"
@@ -303,10 +319,10 @@ class PushCacheMixin:
                                      f"batch index[{a.src_batch_index}] is out of range[0, {local.batch_size})")
 
     def _check_restrictions(self, a: PushArgs, local: CacheEntry, remote: CacheEntry) -> None:
-        if local.placement == Placement.HOST and remote.placement == Placement.DEVICE and (
-                local.is_blocks or remote.is_blocks):
-            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
-                                     "host to device push supports only contiguous caches on both sides")
+        """The device-pool restriction. "When src_cache is on the host and dst_cache is on the device, only
+        scenarios where both caches are contiguous are supported" names no error: a blocks source is refused for
+        every placement by #5, and a blocks destination is written like a contiguous one, as the vendor does (no
+        native check looks at it: facts §1.3); its batch size is 1 and its block size is the stride."""
         if local.placement != remote.placement and not self._enabled_mem_pool:
             raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
                                      "device<->host push needs llm.MemPoolConfig (device memory pool)")
@@ -366,15 +382,25 @@ class PushCacheMixin:
             return float("inf")
         return link.params.seconds_for(nbytes) + faults.send_delay_s
 
+    def _transfer_budget_s(self, a: PushArgs, timeout: float) -> float:
+        """Seconds this layer's transfer may take: what the push has left of ``timeout`` (llm.SyncKvCacheWaitTime),
+        or all of it for each layer when ``sync_timeout_scope`` is "layer"."""
+        if self.sync_timeout_scope == "layer":
+            return timeout
+        return max(0.0, timeout - a.spent)
+
     def _await_transfer(self, a: PushArgs, link: Link, seconds: float) -> None:
-        """Wait ``seconds`` of simulated transfer; past llm.SyncKvCacheWaitTime, wait that long and time out."""
+        """Wait ``seconds`` of simulated transfer; past what is left of llm.SyncKvCacheWaitTime, wait that long and
+        time out."""
         timeout = self.engine.sync_timeout_s
+        budget = self._transfer_budget_s(a, timeout)
         stop = self.engine.stop_event
-        if seconds > timeout:
-            if not stop.wait(timeout):
+        if seconds > budget:
+            if not stop.wait(budget):
                 raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT,
                                          f"transfer did not complete within {timeout * 1000:.0f} ms")
         elif not stop.wait(seconds):
+            a.spent += seconds
             if self.engine.fabric.usable_link(self.engine, link.server.cluster_id) is None:
                 raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "remote cluster went away")
             return

@@ -16,7 +16,11 @@ quirks, for tests of code written against the real package.
   gap, not modelled memory) go nowhere;
 * the remote cache table is the one synced at the first transfer attempt over the link, and nothing else:
   a cache deallocated after that sync is still found, and its old memory is written, even when a newer
-  allocation now uses it.
+  allocation now uses it;
+* llm.SyncKvCacheWaitTime bounds each layer's transfer (the native per-layer BatchTransfer timeout), so a push
+  whose layers each fit returns normally however long it takes in all;
+* ``src_cache`` is looked up by its cache_id alone: a Cache of another node names the local cache that has the
+  same id (ids count from 1 on every node), and that cache is pushed.
 
 Shared with the reference (both model the vendor there): the link-time llm.EnableRemoteCacheAccessible check,
 the first-attempt table sync, the per-layer native checks N1-N11, no rollback, the status codes.
@@ -42,7 +46,7 @@ from .config import LLMConfig, LlmConfig
 from .enums import DataType, LLMRole, Placement
 from .fabric import Fabric
 from .llm_datadist import LLMDataDist as _ReferenceLLMDataDist
-from .push import ARGUMENT_CHECKS, PushArgs, SlicePairs
+from .push import ARGUMENT_CHECKS, PushArgs, PushCacheMixin, SlicePairs
 from .status import LLMException, LLMStatusCode
 
 if TYPE_CHECKING:
@@ -50,11 +54,31 @@ if TYPE_CHECKING:
     from .fabric import Link
 
 
-class VendorCacheManager(CacheManager):
-    """The reference CacheManager with the vendor's departures (see the module docstring)."""
+class VendorPushMixin(PushCacheMixin):
+    """The vendor's departures that do not depend on where the caches live: the multi-process vendor mode
+    (``reference_impl.multiprocess.vendor``) mixes in the same class."""
 
     #: facts §1.2 #1..#13 exactly: the option first, no documentation bounds after #13
     push_check_order = ("_check_push_enabled",) + ARGUMENT_CHECKS
+    #: llm.SyncKvCacheWaitTime bounds each layer's transfer, not the whole push (facts §1.3 N12, §5)
+    sync_timeout_scope = "layer"
+
+    def _resolve_local_cache(self, a: PushArgs) -> CacheEntry:
+        """The native layer gets ``src_cache.cache_id`` alone and looks it up in this node's table (facts §1.3
+        N3); cache ids are per-process counters from 1, so another node's Cache names the local cache with the
+        same id, which is then pushed."""
+        engine = self.engine
+        if not engine.alive:
+            raise self._native_error(a, LLMStatusCode.LLM_FAILED, "local engine is not alive")
+        entry = engine.caches.get(a.src_cache.cache_id)
+        if entry is None:
+            raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
+                                     f"cache id:{a.src_cache.cache_id} not found")
+        return entry
+
+
+class VendorCacheManager(VendorPushMixin, CacheManager):
+    """The reference CacheManager with the vendor's departures (see the module docstring)."""
 
     def _check_strides(self, a: PushArgs, local: CacheEntry, remote: CacheEntry) -> None:
         """The vendor never compares strides; the copy count is the local stride."""
@@ -88,5 +112,5 @@ class LLMDataDist(_ReferenceLLMDataDist):
 __all__ = [
     "BlocksCacheKey", "Cache", "CacheDesc", "CacheKey", "CacheKeyByIdAndIndex", "CacheManager", "DataType",
     "Fabric", "LLMClusterInfo", "LLMConfig", "LlmConfig", "LLMDataDist", "LLMException", "LLMRole",
-    "LLMStatusCode", "Placement", "VendorCacheManager",
+    "LLMStatusCode", "Placement", "VendorCacheManager", "VendorPushMixin",
 ]

@@ -13,7 +13,7 @@ import pytest
 from ..context import RunContext
 from ..judging import fail, judge
 from ..signatures import signature_problems
-from ..spec import AnyOf, CacheSpec, Clause, Raises, Succeeds
+from ..spec import CacheSpec, Clause
 from ..spec.model import Member
 from .common import opened, per_call_bound
 from .registry import Item, procedure, single
@@ -113,29 +113,24 @@ def run_signature(run: RunContext, clause: Clause, item: Item) -> None:
         except (TypeError, ValueError) as exc:
             # e.g. a native binding: the behavioural clauses (positional, defaults, no_var_kwargs) still judge it
             pytest.skip(f"not supported: push_cache has no introspectable signature ({exc})")
-        problems = signature_problems(sig, run.signature)
+        problems = signature_problems(sig, run.signature, kwargs_may_be_named=clause.procedure.kwargs_may_be_named)
         assert not problems, (f"clause {clause.id} (release {run.release})\n  inspect.signature(push_cache) = {sig}\n  "
                               + "\n  ".join(problems))
 
 
 @procedure("product", single)
 def run_product(run: RunContext, clause: Clause, item: Item) -> None:
-    """A declared product must not be one the applicability table marks unsupported, nor a product family of
-    which only named products are supported (the A2 note); there, or on an emulator, push_cache works exactly or
-    refuses with LLMException."""
+    """The backend's declared product (``capabilities["product"]``) against the spec's ``types.products`` lists:
+    the clause judges it when the product is in one of the lists its procedure names (``products``), or, with
+    ``unlisted``, in none of them (no product declared, an emulator); then a baseline push is judged by the
+    clause's expect. Another clause judges the other products."""
     product = run.caps.get("product")
-    table = run.spec.types.products
-    name = str(product).lower()
-    unsupported = {p.lower() for p in table.unsupported}
-    families = {k.lower(): v for k, v in table.only_named.items()}
-    assert name not in unsupported, (
-        f"clause {clause.id}: the backend declares product {product!r}, which the push_cache applicability table "
-        f"marks unsupported ({', '.join(table.unsupported)})")
-    assert name not in families, (
-        f"clause {clause.id}: the backend declares the product family {product!r}; within it only "
-        f"{', '.join(families.get(name, ()))} are supported: declare the product itself")
+    member = run.spec.types.products.lists_holding(str(product)) if product is not None else []
+    wanted = clause.procedure.products
+    if not (set(member) & set(wanted) or (not member and clause.procedure.unlisted)):
+        where = f"listed under types.products {', '.join(member)}" if member else "in no types.products list"
+        pytest.skip(f"not supported: the declared product {product!r} ({where}) is judged by another clause")
     with opened(run, clause.scenario) as tb:
         call = tb.call({})
         outcome = tb.push(call, bound=per_call_bound(run))
-        judge(tb, call, outcome, AnyOf((Succeeds("exact"), Raises(("LLMException",)))), clause.id,
-              f"product {product or 'undeclared'}")
+        judge(tb, call, outcome, clause.expect, clause.id, f"product {product or 'undeclared'}")

@@ -135,7 +135,8 @@ def _node(raw: Mapping[str, Any]) -> NodeSpec:
 def _cache(raw: Mapping[str, Any]) -> CacheSpec:
     return CacheSpec(int(raw["num_tensors"]), tuple(int(d) for d in raw["shape"]), str(raw["data_type"]),
                      str(raw["placement"]), raw.get("batch_dim_index"), raw.get("seq_len_dim_index"),
-                     raw.get("register"), bool(raw.get("remote_accessible", True)), bool(raw.get("blocks", False)))
+                     raw.get("register"), bool(raw.get("remote_accessible", True)), bool(raw.get("blocks", False)),
+                     tuple((int(k["req_id"]), int(k["model_id"])) for k in raw.get("cache_keys") or ()))
 
 
 def _fault(raw: Mapping[str, Any]) -> Fault:
@@ -189,7 +190,8 @@ def _procedure(raw: Mapping[str, Any] | None) -> ProcedureSpec:
     raw = raw or {}
     return ProcedureSpec(str(raw.get("name", "call")), str(raw.get("style", "keywords")), tuple(raw.get("steps") or ()),
                          raw.get("type"), raw.get("table"), raw.get("sizes"), int(raw.get("threads", 4)),
-                         raw.get("each"))
+                         raw.get("each"), bool(raw.get("kwargs_may_be_named", False)),
+                         tuple(raw.get("products") or ()), bool(raw.get("unlisted", False)))
 
 
 def _clause(raw: Mapping[str, Any], baseline: Mapping[str, Any]) -> Clause:
@@ -235,11 +237,12 @@ def _types(raw: Mapping[str, Any]) -> Types:
             records[name] = RecordType(frozen(fields), table.get("base"))
     products = raw.get("products") or {}
     only_named = {k: tuple(v) for k, v in (products.get("only_named") or {}).items() if isinstance(v, list)}
+    lists = {k: tuple(v) for k, v in products.items() if isinstance(v, list)}
+    lists["only_named"] = tuple(only_named)
     pairs = (raw.get("transfers") or {}).get("pairs") or ()
     return Types(
         enums=frozen(enums), records=frozen(records),
-        products=Products(tuple(products.get("supported") or ()), frozen(only_named),
-                          tuple(products.get("unsupported") or ())),
+        products=Products(frozen(lists), frozen(only_named)),
         transfers=tuple(TransferPair(str(p["src"]), str(p["dst"]), Level(p["level"])) for p in pairs),
         domains=frozen({k: _bounds(v) for k, v in (raw.get("domains") or {}).items()}),
     )

@@ -63,6 +63,7 @@ class CacheSpec:
     register: bool | None = None
     remote_accessible: bool = True
     blocks: bool = False
+    cache_keys: tuple[tuple[int, int], ...] = ()  # (req_id, model_id) bound to batch entries 0, 1, ... when made
 
     def with_(self, **changes: Any) -> CacheSpec:
         return replace(self, **changes)
@@ -138,6 +139,9 @@ class ProcedureSpec:
     sizes: str | None = None  # element_size: documented | vendor
     threads: int = 4  # concurrent
     each: str | None = None  # random_layouts: one stream per data_type / transfer
+    kwargs_may_be_named: bool = False  # inspect_signature: names taken through **kwargs may be named parameters
+    products: tuple[str, ...] = ()  # product: the types.products lists whose products the clause judges
+    unlisted: bool = False  # product: the clause also judges a product in no list (none declared, an emulator)
 
 
 @dataclass(frozen=True)
@@ -239,12 +243,17 @@ class TransferPair:
 
 @dataclass(frozen=True)
 class Products:
-    """The applicability tables: supported products, families of which only named products are supported, and
-    the unsupported ones."""
+    """The applicability tables: named lists of product names (``supported``, ``unsupported``, ...), and
+    ``only_named``: the product families within which only the listed products are supported (the A2 note); as a
+    list, ``only_named`` holds the families."""
 
-    supported: tuple[str, ...] = ()
+    lists: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: EMPTY)
     only_named: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: EMPTY)
-    unsupported: tuple[str, ...] = ()
+
+    def lists_holding(self, product: str) -> list[str]:
+        """The names of the lists that hold ``product`` (case aside)."""
+        name = product.lower()
+        return [k for k, names in self.lists.items() if name in {n.lower() for n in names}]
 
 
 @dataclass(frozen=True)

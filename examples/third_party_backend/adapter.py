@@ -10,13 +10,14 @@ the protocol in ``conformance_tests/backend.py`` (checked structurally - nothing
   ``read_memory`` / ``write_memory`` and ``inject``.
 
 AcmeKV itself is simulated by the reference implementation (``reference_impl``), standing in for the vendor
-library a real adapter would wrap.  It has one deliberate, documented deviation:
+library a real adapter would wrap.  It differs from the vendor's llm_datadist in one deliberate way:
 
-    AcmeKV accepts ``size`` equal to the byte size of one local KV entry as a synonym of ``-1``;
-    the documentation says that any size other than -1 is "not supported at present".
+    AcmeKV accepts ``size`` equal to the byte size of one local KV entry as a synonym of ``-1`` (the
+    documentation: "The default value -1 indicates the size of a local KV entry"); the vendor refuses it.
 
-That deviation fails clause ``push_cache.restriction.size.only_default`` (case ``sixteen``), and AcmeKV
-records it in ``expectations.yaml`` next to this file.
+The documentation allows either ("Other values are not supported at present" names no error), so AcmeKV is
+certified; the kit reports it incompatible with the vendor on ``push_cache.restriction.size.entry_size.status``,
+and AcmeKV records that in ``expectations.yaml`` next to this file.
 """
 
 from __future__ import annotations

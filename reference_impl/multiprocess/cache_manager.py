@@ -213,9 +213,11 @@ class MultiprocessCacheManager(CacheManager):
         return None
 
     def _await_transfer(self, a: PushArgs, link: Any, seconds: float) -> None:
-        """Wait ``seconds`` (injected delay; inf for a dropped link), at most llm.SyncKvCacheWaitTime."""
+        """Wait ``seconds`` (injected delay; inf for a dropped link), at most what is left of
+        llm.SyncKvCacheWaitTime (``_transfer_budget_s``)."""
         timeout = self._timeout_s()
-        end = time.monotonic() + min(seconds, timeout)
+        budget = self._transfer_budget_s(a, timeout)
+        end = time.monotonic() + min(seconds, budget)
         while True:
             exc = self._interrupted(a, link)
             if exc is not None:
@@ -224,9 +226,10 @@ class MultiprocessCacheManager(CacheManager):
             if left <= 0:
                 break
             self.engine.stop_event.wait(min(left, 0.01))
-        if seconds > timeout:
+        if seconds > budget:
             raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT,
                                      f"transfer did not complete within {timeout * 1000:.0f} ms")
+        a.spent += seconds
 
     def _transfer_layer(self, a: PushArgs, link: Any, remote: Any, pairs: Any) -> None:  # type: ignore[override]
         rt = self.runtime
@@ -240,7 +243,8 @@ class MultiprocessCacheManager(CacheManager):
         if exc is not None:
             raise exc
         timeout = self._timeout_s()
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + self._transfer_budget_s(a, timeout)
         assert s.prepped is not None
         notif = f"push:{s.push_id}:{remote.cache_id}:{remote_idx[0]}".encode()
         try:
@@ -254,6 +258,7 @@ class MultiprocessCacheManager(CacheManager):
         except TransferFailed as err:
             status = LLMStatusCode.LLM_NOT_YET_LINK if link.broken.is_set() else LLMStatusCode.LLM_FAILED
             raise self._native_error(a, status, f"transfer failed: {err}") from None
+        a.spent += time.monotonic() - started
         s.layers_done += 1
 
     def _abort_in_flight(self, a: PushArgs, link: Any) -> LLMException | None:

@@ -3,7 +3,8 @@
 ``VendorMultiprocessCacheManager`` is the multi-process CacheManager with the departures of
 :class:`reference_impl.vendor.VendorCacheManager` that a push across processes can show:
 
-* the Python checks are exactly the vendor's #1..#13, in its order (the remote-accessible refusal first);
+* the Python checks are exactly the vendor's #1..#13, in its order (the remote-accessible refusal first), and
+  llm.SyncKvCacheWaitTime bounds each layer (``VendorPushMixin``, shared with the in-process vendor mode);
 * strides are not compared: each tensor gets the **local** stride, cut only where the memory segment that
   holds the destination tensor ends (what lies past a segment is not memory the node has);
 * the server answers from the table synced at the link's first push (``stale_remote_table``): a cache
@@ -12,12 +13,11 @@
 
 from __future__ import annotations
 
-from ..vendor import VendorCacheManager
+from ..vendor import VendorPushMixin
 from .cache_manager import MultiprocessCacheManager, RemoteCache
 
 
-class VendorMultiprocessCacheManager(MultiprocessCacheManager):
-    push_check_order = VendorCacheManager.push_check_order
+class VendorMultiprocessCacheManager(VendorPushMixin, MultiprocessCacheManager):
     #: read by the server side (NodeRuntime._open)
     stale_remote_table = True
 

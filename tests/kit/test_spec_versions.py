@@ -43,11 +43,3 @@ def test_a_release_the_backend_does_not_declare_is_refused(tmp_path):
 def test_the_reference_against_8_3_alpha003(tmp_path):
     proc, report = _certify(tmp_path, "--spec-version", "8.3.RC1.alpha003")
     assert proc.returncode == 0 and report["spec"]["version"] == "8.3.RC1.alpha003"
-
-
-def test_a_backend_on_an_unsupported_product_is_refused(tmp_path):
-    proc, report = _certify(tmp_path, "--backend", "tests.kit.fakes.unsupported_product_backend:backend",
-                            "--clauses", "push_cache.applicability.*")
-    assert proc.returncode == 1, proc.stdout[-2000:]
-    assert "marks unsupported" in proc.stdout
-    assert [c["id"] for c in report["clauses"] if c["outcome"] == "failed"] == ["push_cache.applicability.products"]

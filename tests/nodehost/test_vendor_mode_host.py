@@ -1,8 +1,8 @@
 """The reference in vendor mode behind the node host fails the same deviation clauses as in process.
 
-Both runs certify the same clause families (where every recorded deviation lives, plus the data clauses as a
-control) with the quick profile; each must fail exactly the selected clauses whose ``deviation:`` the spec
-records, with no error rows, and the two sets must be equal.
+Both runs certify the same clauses (every recorded deviation, plus the data clauses as a control) with the
+quick profile; each must fail exactly the clauses whose ``deviation:`` the spec records, with no error rows,
+and the two sets must be equal.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from tests.helpers import ROOT
 
 pytestmark = pytest.mark.nixl
 
-CLAUSES = "push_cache.safety.*,push_cache.restriction.*,push_cache.param.types_with_option_off,push_cache.data.*"
+CLAUSES = ("push_cache.safety.*,push_cache.restriction.*,push_cache.param.types_with_option_off,"
+           "push_cache.param.src_cache.not_local,push_cache.timeout.*,push_cache.data.*")
 
 
 def _certify(backend: str, out: Path) -> dict[str, Any]:
@@ -47,8 +48,8 @@ def test_vendor_mode_through_the_node_host_fails_the_recorded_deviations(tmp_pat
     inproc = _certify("reference-vendor", tmp_path / "inproc")
     spec = load_spec().for_release(host["spec"]["version"])
     selected = {c["id"] for c in host["clauses"] if c["outcome"] not in ("untested", "not_run")}
-    recorded = {c.id for c in spec.clauses if c.deviation} & selected
-    assert len(recorded) == 5, f"the selection should reach all five recorded deviations, got {sorted(recorded)}"
+    recorded = {c.id for c in spec.clauses if c.deviation}
+    assert recorded <= selected, f"the selection misses recorded deviations: {sorted(recorded - selected)}"
     judged_host, judged_inproc = _judged(host), _judged(inproc)
     assert judged_host == recorded, (f"failing but no deviation recorded: {sorted(judged_host - recorded)}; "
                                      f"deviation recorded but not failing: {sorted(recorded - judged_host)}")

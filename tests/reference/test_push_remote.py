@@ -74,7 +74,9 @@ class TestUnknownCaches:
         a = pair.node(1)
         src = a.cache_manager.allocate_cache(desc())
         assert push_status(a, CacheKeyByIdAndIndex(2, 12345), src) == S.LLM_KV_CACHE_NOT_EXIST
-        assert push_status(a, CacheKeyByIdAndIndex(2, -3), src) == S.LLM_KV_CACHE_NOT_EXIST
+        assert push_status(a, CacheKeyByIdAndIndex(2, 0), src) == S.LLM_KV_CACHE_NOT_EXIST  # no key (0, 0) bound
+        with pytest.raises(TypeError, match="uint64"):  # the binding's conversion, before any native check
+            a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, -3), src)
 
     def test_deallocated_remote_never_written(self, pair: Any) -> None:
         a, b = pair.node(1), pair.node(2)
@@ -190,14 +192,19 @@ class TestRestrictions:
         a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, dst.cache_id, 1), src, 0)
         assert b.read_tensor(dst, 3)[8:].tolist() == list(range(8))
 
-    def test_host_to_device_blocks_destination_rejected(self, pair: Any) -> None:
+    def test_host_to_device_blocks_destination_written_like_the_vendor(self, pair: Any) -> None:
+        """No native check looks at a blocks destination (facts §1.3): its batch size is 1 and its block size is
+        the stride, so batch 0 of the key is block 0, and batch 1 is out of range (N8d)."""
         a, b = pair.node(1), pair.node(2)
         src = a.cache_manager.allocate_cache(desc(H))
         blocks = b.cache_manager.allocate_blocks_cache(desc(D))
         host_blocks = b.cache_manager.allocate_blocks_cache(desc(H))  # before the first push syncs the table
-        assert push_status(a, CacheKeyByIdAndIndex(2, blocks.cache_id), src) == S.LLM_PARAM_INVALID
-        a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, host_blocks.cache_id), src)  # H -> H blocks is fine
-        assert push_status(a, CacheKeyByIdAndIndex(2, host_blocks.cache_id, 1), src) == S.LLM_PARAM_INVALID
+        a.write_tensor(src, 2, np.arange(16, dtype=np.uint8))
+        a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, blocks.cache_id), src, 1)
+        assert b.read_tensor(blocks, 2).tolist() == list(range(8, 16)) + [0] * 8
+        a.cache_manager.push_cache(CacheKeyByIdAndIndex(2, host_blocks.cache_id), src)  # H -> H blocks too
+        assert b.read_tensor(host_blocks, 2).tolist() == list(range(8)) + [0] * 8
+        assert push_status(a, CacheKeyByIdAndIndex(2, blocks.cache_id, 1), src) == S.LLM_PARAM_INVALID
 
     @pytest.mark.parametrize(("sp", "dp", "ok"), [(D, H, False), (H, D, False), (H, H, True)])
     def test_d2h_h2d_need_device_pool_on_pusher(self, make_cluster: Any, sp: Placement, dp: Placement,
