@@ -8,7 +8,7 @@ clause). The forms are plain data: how an outcome is judged against them lives i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +86,17 @@ def union(a: Expectation, b: Expectation) -> Expectation:
     writes = max(a.writes, b.writes, key=WRITES_ORDER.index)
     # "exactly the valid pairs pushed" cannot hold when the other bad argument may stop the call first
     return Raises(kinds, None, "valid_layers" if writes == "valid_layers_pushed" else writes)
+
+
+def envelope(expectations: Iterable[Expectation]) -> Expectation:
+    """Any one of several expectations (a clause's and its cases'): the outcomes every one of them allows, each
+    with its own side effects; one expectation stays itself."""
+    flat: list[Expectation] = []
+    for e in expectations:
+        for alt in (e.allowed if isinstance(e, AnyOf) else (e,)):
+            if alt not in flat:
+                flat.append(alt)
+    return flat[0] if len(flat) == 1 else AnyOf(tuple(flat))
 
 
 def check_names(expectation: Expectation) -> set[str]:

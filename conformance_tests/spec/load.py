@@ -24,12 +24,16 @@ from .model import (
     CacheSpec,
     Case,
     Clause,
+    Encoding,
     EnumTable,
     Fault,
     FieldSpec,
     Generate,
     Generation,
+    Histories,
+    HistoryStream,
     Member,
+    ModelLayout,
     NodeSpec,
     Parameter,
     ProcedureSpec,
@@ -212,7 +216,7 @@ def _clause(raw: Mapping[str, Any], baseline: Mapping[str, Any]) -> Clause:
         generate=Generate(tuple(gen["rules"]), tuple(gen["sides"]) if gen.get("sides") else None,
                           bool(gen.get("pairs", False))) if gen else None,
         requires=tuple(raw.get("requires") or ()), since=raw.get("since"), until=raw.get("until"),
-        refines=raw.get("refines"), deviation=raw.get("deviation"), note=raw.get("note"),
+        refines=raw.get("refines"), deviation=raw.get("deviation"), note=raw.get("note"), history=raw.get("history"),
     )
 
 
@@ -227,7 +231,7 @@ def _types(raw: Mapping[str, Any]) -> Types:
     enums, records = {}, {}
     for name, table in raw.items():
         if isinstance(table, Mapping) and "members" in table:
-            members = {m: Member(int(e["value"]), e.get("size"), e.get("size_source"))
+            members = {m: Member(int(e["value"]), e.get("size"), e.get("size_source"), _encoding(e.get("encoding")))
                        for m, e in table["members"].items()}
             enums[name] = EnumTable(str(table["kind"]), frozen(members))
         elif isinstance(table, Mapping) and "fields" in table:
@@ -245,7 +249,14 @@ def _types(raw: Mapping[str, Any]) -> Types:
         products=Products(frozen(lists), frozen(only_named)),
         transfers=tuple(TransferPair(str(p["src"]), str(p["dst"]), Level(p["level"])) for p in pairs),
         domains=frozen({k: _bounds(v) for k, v in (raw.get("domains") or {}).items()}),
+        byte_order=str(raw.get("byte_order", "little")),
     )
+
+
+def _encoding(raw: Mapping[str, Any] | None) -> Encoding | None:
+    if not raw:
+        return None
+    return Encoding(str(raw["kind"]), int(raw.get("exponent_bits", 0)), int(raw.get("mantissa_bits", 0)))
 
 
 def _signature(raw: Mapping[str, Any]) -> Signature:
@@ -255,26 +266,50 @@ def _signature(raw: Mapping[str, Any]) -> Signature:
     return Signature(raw.get("since"), raw.get("until"), params, raw.get("returns"), bool(raw.get("var_kwargs")))
 
 
-def _generation(raw: Mapping[str, Any] | None) -> Generation | None:
+def _generation(raw: Mapping[str, Any] | None, domains: Mapping[str, Bounds]) -> Generation | None:
     if not raw:
         return None
     layers = _bounds(raw["layers"])
     # without tensor bounds: as many tensors as layers, up to two per layer
     tensors = _bounds(raw["tensors"]) if "tensors" in raw else Bounds(layers.min, layers.max * 2)
     return Generation(_bounds(raw["rank"]), _bounds(raw["batch"]), layers, tensors, _bounds(raw["tensor_bytes"]),
-                      frozen({str(k): int(v) for k, v in raw["examples"].items()}))
+                      frozen({str(k): int(v) for k, v in raw["examples"].items()}),
+                      _histories(raw.get("histories"), domains))
+
+
+#: a node's pool size when the spec gives no pool_bytes bounds
+DEFAULT_POOL_BYTES = 64 << 20
+
+
+def _histories(raw: Mapping[str, Any] | None, domains: Mapping[str, Bounds]) -> Histories | None:
+    """The stateful suite's domains; a domain named by ``{domain: name}`` is the types.domains entry (checked to
+    exist by the validator)."""
+    if not raw:
+        return None
+    streams = {str(name): HistoryStream(str(name), int(s["steps"]), str(s.get("layouts", "drawn")),
+                                        int(s.get("pushes", 0)), int(s.get("wait_ms", 0)),
+                                        int(s["bytes"]) if s.get("bytes") is not None else None)
+               for name, s in raw["streams"].items()}
+    models = tuple(ModelLayout(str(m["model"]), str(m["source"]), int(m["layers"]), int(m["tensors_per_layer"]),
+                               tuple(int(d) for d in m["shape"]), str(m["data_type"]))
+                   for m in raw.get("model_layouts") or ())
+    pool = _bounds(raw["pool_bytes"]) if "pool_bytes" in raw else Bounds(DEFAULT_POOL_BYTES, DEFAULT_POOL_BYTES)
+    return Histories(_bounds(raw["nodes"]), domains[raw["cluster_id"]["domain"]], domains[raw["cache_id"]["domain"]],
+                     _bounds(raw["sync_kv_timeout_ms"]), _bounds(raw["pool_page_shift"]), pool,
+                     _bounds(raw["guard_bytes"]), _bounds(raw["repeat"]), frozen(streams), models)
 
 
 def _build(file: pathlib.Path, raw: dict[str, Any], sha256: str) -> Spec:
     clauses = tuple(_clause(c, raw["scenario"]) for c in _inherit(raw["clauses"]))
+    types = _types(raw["types"])
     return Spec(
         version=str(raw["spec_version"]),
         releases=tuple(str(r["name"]) for r in raw["releases"]),
         clauses=clauses,
         scenario=scenario_of(raw["scenario"]),
-        types=_types(raw["types"]),
+        types=types,
         signatures=tuple(_signature(s) for s in raw["signature"]),
-        generation=_generation(raw.get("generation")),
+        generation=_generation(raw.get("generation"), types.domains),
         path=file,
         sha256=sha256,
         _by_id=frozen({c.id: c for c in clauses}),

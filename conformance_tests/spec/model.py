@@ -186,6 +186,7 @@ class Clause:
     refines: str | None = None
     deviation: str | None = None
     note: str | None = None
+    history: str | None = None  # the situation of a push in a history that this clause judges
 
     def __repr__(self) -> str:
         return f"Clause({self.id})"
@@ -195,13 +196,24 @@ class Clause:
 
 
 @dataclass(frozen=True)
+class Encoding:
+    """How an element of a DataType encodes its value: ``float`` (a sign bit, ``exponent_bits``,
+    ``mantissa_bits``), ``signed`` (two's complement), ``unsigned`` or ``bool``."""
+
+    kind: str
+    exponent_bits: int = 0
+    mantissa_bits: int = 0
+
+
+@dataclass(frozen=True)
 class Member:
     """One member of an enum table; ``size`` (DataType) is the element size in bytes, ``size_source`` says
-    whose it is where the documentation gives none (vendor)."""
+    whose it is where the documentation gives none (vendor), ``encoding`` how an element encodes its value."""
 
     value: int
     size: int | None = None
     size_source: str | None = None
+    encoding: Encoding | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +275,7 @@ class Types:
     products: Products
     transfers: tuple[TransferPair, ...]
     domains: Mapping[str, Bounds]
+    byte_order: str = "little"  # of a tensor element in memory
 
     def element_size(self, data_type: str) -> int | None:
         member = self.enums["DataType"].members.get(data_type) if "DataType" in self.enums else None
@@ -328,6 +341,52 @@ class Signature:
 
 
 @dataclass(frozen=True)
+class ModelLayout:
+    """A real model's KV cache as push_cache sees it: ``layers`` x ``tensors_per_layer`` tensors of ``shape``."""
+
+    model: str
+    source: str
+    layers: int
+    tensors_per_layer: int
+    shape: tuple[int, ...]
+    data_type: str
+
+    @property
+    def num_tensors(self) -> int:
+        return self.layers * self.tensors_per_layer
+
+
+@dataclass(frozen=True)
+class HistoryStream:
+    """One stream of histories: steps per history, a long run of pushes over one link first, where its caches'
+    layouts come from (``drawn`` or ``models``), what its injected delays may cost (ms) and its live caches hold
+    (bytes) in all."""
+
+    name: str
+    steps: int
+    layouts: str = "drawn"
+    pushes: int = 0
+    wait_ms: int = 0
+    bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Histories:
+    """The domains the stateful suite draws its histories from (domains named in the spec resolved to bounds)."""
+
+    nodes: Bounds
+    cluster_id: Bounds
+    cache_id: Bounds
+    sync_kv_timeout_ms: Bounds
+    pool_page_shift: Bounds
+    pool_bytes: Bounds
+    guard_bytes: Bounds
+    repeat: Bounds
+    streams: Mapping[str, HistoryStream]
+    model_layouts: tuple[ModelLayout, ...] = ()
+
+
+@dataclass(frozen=True)
 class Generation:
     """Bounds of the layouts property tests draw, and the examples per stream (certify profile)."""
 
@@ -337,6 +396,7 @@ class Generation:
     tensors: Bounds
     tensor_bytes: Bounds
     examples: Mapping[str, int]
+    histories: Histories | None = None  # the stateful suite's domains (None: the spec has no histories)
 
 
 @dataclass(frozen=True, eq=False)
@@ -386,6 +446,10 @@ class Spec:
     def signature_for(self, release: str) -> Signature:
         """The signature whose [since, until) range contains ``release`` (the loader checked that one does)."""
         return next(s for s in self.signatures if self.in_range(s.since, s.until, release))
+
+    def situations(self) -> dict[str, Clause]:
+        """The history situations the clauses declare, each with its clause (within one release, at most one)."""
+        return {c.history: c for c in self.clauses if c.history is not None}
 
     def all_parameters(self) -> tuple[str, ...]:
         """Every parameter name of every release's signature, the newest declaration order first, then those

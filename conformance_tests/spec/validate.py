@@ -140,6 +140,7 @@ def _semantic_problems(raw: dict[str, Any]) -> Iterator[Problem]:
     yield from _check_releases(raw, releases)
     yield from _check_types(raw)
     yield from _check_signature(raw, releases)
+    yield from _check_generation(raw)
     statuses = set(raw["types"]["LLMStatusCode"]["members"])
     clauses = raw["clauses"]
     yield from _check_values((raw["scenario"].get("call") or {}), ("scenario", "call"))
@@ -183,6 +184,7 @@ def _semantic_problems(raw: dict[str, Any]) -> Iterator[Problem]:
             yield from _check_values(case.get("args") or {}, (*cat, "args"))
             yield from _check_values((case.get("scenario") or {}).get("call") or {}, (*cat, "scenario", "call"))
         yield from _check_values((clause.get("scenario") or {}).get("call") or {}, (*at, "scenario", "call"))
+    yield from _check_situations(clauses, releases, raw)
 
 
 def _check_values(args: Mapping[str, Any], at: tuple[str | int, ...]) -> Iterator[Problem]:
@@ -298,3 +300,69 @@ def _check_expect(expect: Mapping[str, Any], statuses: set[str], at: tuple[str |
                    "expected a member of types.LLMStatusCode.members")
     for k, allowed in enumerate(expect.get("allowed") or ()):
         yield from _check_expect(allowed, statuses, (*at, "allowed", k))
+
+
+def _check_generation(raw: dict[str, Any]) -> Iterator[Problem]:
+    """The histories' domain names are types.domains entries; a model layout's data type has a documented size
+    and its shape a batch dimension; a float encoding's bits fill the element's size."""
+    members = raw["types"].get("DataType", {}).get("members", {})
+    for name, entry in members.items():
+        enc = entry.get("encoding")
+        if enc and enc["kind"] == "float" and entry.get("size") is not None:
+            bits = 1 + enc["exponent_bits"] + enc["mantissa_bits"]
+            if bits != 8 * entry["size"]:
+                yield (json_path("types", "DataType", "members", name, "encoding"),
+                       f"1 + exponent_bits + mantissa_bits = {bits} bits, but the element has {8 * entry['size']}")
+        elif enc and enc["kind"] == "bool" and entry.get("size") not in (None, 1):
+            yield json_path("types", "DataType", "members", name, "encoding"), "a bool element is one byte"
+    hist = (raw.get("generation") or {}).get("histories")
+    if not hist:
+        return
+    domains = raw["types"].get("domains") or {}
+    for key in ("cluster_id", "cache_id"):
+        name = hist[key]["domain"]
+        if name not in domains:
+            yield (json_path("generation", "histories", key, "domain"),
+                   f"unknown domain {name!r}{suggest(name, domains)}; expected a key of types.domains")
+    for key in ("nodes", "sync_kv_timeout_ms", "pool_page_shift", "pool_bytes", "guard_bytes", "repeat"):
+        bounds = hist.get(key)
+        if bounds and bounds["min"] > bounds["max"]:
+            yield json_path("generation", "histories", key), f"min {bounds['min']} > max {bounds['max']}"
+    if hist["nodes"]["min"] < 2:
+        yield json_path("generation", "histories", "nodes", "min"), "a history needs at least two nodes"
+    for i, model in enumerate(hist.get("model_layouts") or ()):
+        entry = members.get(model["data_type"])
+        if entry is None or entry.get("size") is None or entry.get("size_source") == "vendor":
+            yield (json_path("generation", "histories", "model_layouts", i, "data_type"),
+                   f"{model['data_type']!r} is not a DataType member with a documented size")
+    for name, stream in hist["streams"].items():
+        if stream["layouts"] == "models" and not hist.get("model_layouts"):
+            yield json_path("generation", "histories", "streams", name, "layouts"), "no model_layouts to draw from"
+
+
+def _check_situations(clauses: list[dict[str, Any]], releases: list[str], raw: dict[str, Any]) -> Iterator[Problem]:
+    """A history situation is declared by must or may clauses only (histories judge no should refinement), by at
+    most one clause per release; a history procedure needs generation.histories."""
+    declared: dict[tuple[str, str], int] = {}
+    for i, clause in enumerate(clauses):
+        at = ("clauses", i)
+        if (clause.get("procedure") or {}).get("name") == "history" and not (raw.get("generation") or {}).get(
+                "histories"):
+            yield json_path(*at, "procedure"), "the history procedure needs generation.histories"
+        situation = clause.get("history")
+        if situation is None:
+            continue
+        if clause["level"] == "should":
+            yield (json_path(*at, "history"), "a should clause cannot declare a history situation (histories judge "
+                   "must and may promises; its refined clause declares it)")
+        since, until = clause.get("since"), clause.get("until")
+        if (since is not None and since not in releases) or (until is not None and until not in releases):
+            continue  # reported by the release-marker check
+        low = releases.index(since) if since else 0
+        high = releases.index(until) if until else len(releases)
+        for release in releases[low:high]:
+            first = declared.setdefault((situation, release), i)
+            if first != i:
+                yield (json_path(*at, "history"), f"situation {situation!r} is also declared by "
+                       f"{clauses[first]['id']} in release {release}; one clause per situation and release")
+                break
