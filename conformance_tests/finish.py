@@ -95,6 +95,7 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             "argv": list(config.invocation_params.args),
             "push_calls": rows.push_calls,
             "distinct_layouts": len(rows.layouts),
+            **rows.history_counts,
             "isolation": state.isolation,
             # the first process, then one per loss (summed over pytest-xdist workers, which each start their own)
             "backend_processes": 1 + rows.restarts if state.isolation == "process" else None,
@@ -264,6 +265,9 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
             tr.write_line(f"expired expectations entry ignored: {e.describe()}")
     tr.write_line("unexpected passes: " + (", ".join(state.rows.unexpected_passes) or "none"))
     tr.write_line(f"push_cache calls: {state.rows.push_calls}, distinct layouts: {len(state.rows.layouts)}")
+    hc = state.rows.history_counts
+    tr.write_line(f"histories: {hc['histories']}, steps: {hc['history_steps']}, "
+                  f"pushes in histories: {hc['history_pushes']}")
     comp = report.get("completeness") or {}
     if comp and not comp.get("full", True):
         counts = comp.get("left_out_counts") or {}

@@ -181,6 +181,15 @@ def _(expectation: AnyOf, clause_id: str, obs: Observation) -> list[str]:
 # ------------------------------------------------------------------------------------------------ the verdict
 
 
+class ClauseFailure(AssertionError):
+    """A check failed: the promise of clause ``clause_id`` broke.  A test that checks several clauses (a history)
+    fails only the clause its failing check names; the report attributes the failure to it."""
+
+    def __init__(self, message: str, clause_id: str) -> None:
+        super().__init__(message)
+        self.clause_id = clause_id
+
+
 def fail(clause_id: str, label: str, call: Call | None, what: str, details: Sequence[str] = ()) -> None:
     """Fail the test with a message that shows the clause, the example, the call and what differs."""
     __tracebackhide__ = True
@@ -188,13 +197,13 @@ def fail(clause_id: str, label: str, call: Call | None, what: str, details: Sequ
     lines += [f"    {d}" for d in details[:DETAIL_LINES]]
     if len(details) > DETAIL_LINES:
         lines.append(f"    … {len(details) - DETAIL_LINES} more")
-    raise AssertionError("\n".join(lines))
+    raise ClauseFailure("\n".join(lines), clause_id)
 
 
 def judge(tb: Testbed, call: Call, outcome: Outcome, expectation: Expectation, clause_id: str, label: str,
-          *, settle_until: float = 0.0) -> None:
+          *, settle_until: float = 0.0) -> Observation:
     """Check ``outcome`` and every side effect against ``expectation``; ``settle_until`` (monotonic time) is when
-    injected delays have fully passed, so a late write is seen."""
+    injected delays have fully passed, so a late write is seen.  Returns the observation (what it read)."""
     __tracebackhide__ = True
     obs = Observation(tb, call, outcome)
     tb.rec.verdict = repro_lines(expectation, clause_id, obs)
@@ -213,6 +222,7 @@ def judge(tb: Testbed, call: Call, outcome: Outcome, expectation: Expectation, c
     if problems:
         fail(clause_id, label, call, f"push_cache {outcome.describe()} as allowed ({expectation.describe()}), but "
              "memory changed where it must not", problems)
+    return obs
 
 
 def traceback_hint(outcome: Outcome) -> list[str]:

@@ -154,6 +154,10 @@ class TestPhases:
         message = _message(call, rep) if rep.failed or hasattr(rep, "wasxfail") else None
         result: dict[str, Any] = {}
         result["outcome"], result["message"] = phase_outcome(rep, level, message, is_setup_error(rep))
+        if result["outcome"] in ("failed", "incompatible", "xfailed") and call.excinfo is not None:
+            broken = getattr(call.excinfo.value, "clause_id", None)  # judging.ClauseFailure: the promise that broke
+            if isinstance(broken, str):
+                result["failed_clauses"] = [broken]
         if result["outcome"] in ("failed", "incompatible", "xfailed", "error"):
             testbed = run.last_testbed
             if testbed is not None:
@@ -165,7 +169,8 @@ class TestPhases:
         if rep.when == "teardown":
             counters = run.counters
             data["counts"] = {"push_calls": counters.push_calls, "layouts": sorted(counters.layouts),
-                              "restarts": counters.restarts}
+                              "restarts": counters.restarts, "histories": counters.histories,
+                              "history_steps": counters.history_steps, "history_pushes": counters.history_pushes}
         rep.user_properties = [*rep.user_properties, (ROW_PROPERTY, data)]
 
     def _hypothesis_info(self, item: pytest.Item, message: str) -> dict[str, Any] | None:

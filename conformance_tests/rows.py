@@ -90,6 +90,10 @@ def new_row(nodeid: str, meta: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+#: per-test counters a teardown report carries, summed over the run (a history counter stays 0 elsewhere)
+HISTORY_COUNTS = ("histories", "history_steps", "history_pushes")
+
+
 class Rows:
     """The rows of one run, in the order their tests first reported, and the run's backend counters."""
 
@@ -99,6 +103,8 @@ class Rows:
         self.push_calls = 0
         self.restarts = 0  # backend processes started after a loss (isolated runs), in every worker
         self.layouts: set[str] = set()
+        #: what the stateful suite did: histories run, their steps and their pushes
+        self.history_counts: dict[str, int] = dict.fromkeys(HISTORY_COUNTS, 0)
         self.unexpected_passes: list[str] = []
         #: tests whose process died before the test said which clauses it checks (the run cannot be full)
         self.without_clauses: list[str] = []
@@ -131,9 +137,13 @@ class Rows:
         for key in ("repro", "hypothesis"):
             if row[key] is None and result.get(key) is not None:
                 row[key] = result[key]
+        if result.get("failed_clauses") and outcome is not None and row["outcome"] == outcome:
+            row["failed_clauses"] = list(result["failed_clauses"])
         counts = data.get("counts")
         if counts:
             self.push_calls += int(counts.get("push_calls", 0))
             self.restarts += int(counts.get("restarts", 0))
             self.layouts.update(counts.get("layouts") or [])
+            for key in HISTORY_COUNTS:
+                self.history_counts[key] += int(counts.get(key, 0))
         return row

@@ -75,6 +75,8 @@ def _test_row(row: Mapping[str, Any], clause_levels: Mapping[str, str]) -> dict[
     if isinstance(clauses, str):
         clauses = [clauses]
     out["clauses"] = _unique(str(c) for c in clauses)
+    if out.get("failed_clauses") is not None:
+        out["failed_clauses"] = _unique(str(c) for c in out["failed_clauses"])
     if not out.get("level"):
         out["level"] = _strictest(clause_levels.get(c, "") for c in out["clauses"]) or "must"
     out.setdefault("params", {})
@@ -88,6 +90,15 @@ def _test_row(row: Mapping[str, Any], clause_levels: Mapping[str, str]) -> dict[
     duration = out.get("duration_s")
     out["duration_s"] = float(duration) if isinstance(duration, int | float) and duration >= 0 else 0.0
     return out
+
+
+def outcome_for(test: Mapping[str, Any], clause_id: str) -> str:
+    """The outcome a test gives one of the clauses it names: a failing test that says which clauses failed
+    (``failed_clauses``: a history checks many clauses and breaks one) passed the others, as far as it ran."""
+    failed = test.get("failed_clauses")
+    if failed and test["outcome"] in ("failed", "incompatible", "xfailed") and clause_id not in failed:
+        return "passed"
+    return str(test["outcome"])
 
 
 def clause_outcome(level: str, outcomes: list[str]) -> str:
@@ -123,7 +134,7 @@ def _clause_rows(
         row.setdefault("title", "")
         row.setdefault("family", cid.split(".")[1] if cid.count(".") >= 2 else "other")
         row["tests"] = [t["id"] for t in named]
-        row["outcome"] = clause_outcome(str(row.get("level")), [t["outcome"] for t in named])
+        row["outcome"] = clause_outcome(str(row.get("level")), [outcome_for(t, cid) for t in named])
         row["covered"] = bool(named)
         rows.append(row)
     known = {r.get("id") for r in rows}
@@ -219,7 +230,8 @@ def compute_verdict(
         t["id"] for t in tests if t["level"] in BLOCKING_LEVELS and t["outcome"] in ("failed", "error")
     ]
     blocking_set = set(blocking_tests)
-    failing = {cid for t in tests if t["id"] in blocking_set for cid in t["clauses"]}
+    failing = {cid for t in tests if t["id"] in blocking_set for cid in t["clauses"]
+               if outcome_for(t, cid) in ("failed", "error")}
     by_clause: dict[str, list[dict[str, Any]]] = {}
     for t in tests:
         for cid in t["clauses"]:
@@ -241,7 +253,7 @@ def compute_verdict(
                 blocking.append(cid)
                 untested.append(cid)
             continue
-        outcomes = {t["outcome"] for t in named}
+        outcomes = {outcome_for(t, cid) for t in named}
         if outcomes & PASSING_TEST_OUTCOMES:
             continue
         if outcomes == {"not_supported"}:

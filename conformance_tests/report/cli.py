@@ -79,7 +79,9 @@ def format_summary(report: dict[str, Any]) -> str:
         f"run {report['run'].get('started')} ({float(report['run'].get('duration_s') or 0):.2f} s)",
         f"  compatibility: {format_compatibility(verdict['compatibility'])}",
         f"  push_cache calls: {_na(report['run'].get('push_calls'))}, "
-        f"distinct layouts: {_na(report['run'].get('distinct_layouts'))}",
+        f"distinct layouts: {_na(report['run'].get('distinct_layouts'))}, "
+        f"histories: {_na(report['run'].get('histories'))}, steps: {_na(report['run'].get('history_steps'))}, "
+        f"pushes in histories: {_na(report['run'].get('history_pushes'))}",
         f"  expectations: {_expectations(report['expectations'])}",
     ]
     lines += [f"  why: {r}" for r in verdict.get("reasons") or []]

@@ -91,8 +91,12 @@ def expectations_line(exp: dict[str, Any]) -> str:
 
 def _counters_line(run: dict[str, Any]) -> str:
     calls, layouts = run.get("push_calls"), run.get("distinct_layouts")
-    return (f"push_cache calls: {'n/a' if calls is None else calls}, "
+    line = (f"push_cache calls: {'n/a' if calls is None else calls}, "
             f"distinct layouts: {'n/a' if layouts is None else layouts}")
+    if run.get("histories") is not None:
+        line += (f"; histories: {run['histories']}, steps: {run.get('history_steps')}, "
+                 f"pushes in histories: {run.get('history_pushes')}")
+    return line
 
 
 def _completeness_section(report: dict[str, Any]) -> list[str]:
