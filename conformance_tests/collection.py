@@ -64,10 +64,11 @@ class Collection:
             if clause.family != family:
                 continue
             for item in items_for(run, clause):
-                marks = [pytest.mark.clause(clause.id)]
+                marks = [pytest.mark.clause(clause.id, *item.also)]
                 if item.examples:  # a stream: the per-test bound covers all of its examples
                     base = int(run.timeout or BASE_TIMEOUT_S)
-                    marks.append(pytest.mark.timeout(base + item.examples * SECONDS_PER_EXAMPLE))
+                    per = item.seconds_per_example or SECONDS_PER_EXAMPLE
+                    marks.append(pytest.mark.timeout(base + item.examples * per))
                 params.append(pytest.param(clause, item, id=f"{clause.id}-{item.key}", marks=marks))
         metafunc.parametrize(("clause", "item"), params)
 

@@ -27,6 +27,10 @@ class Observation:
             self._after[name] = self.tb.read(self.tb.caches[name])
         return self._after[name]
 
+    def read_back(self) -> dict[str, list[np.ndarray]]:
+        """The caches read so far, by name (what a check passed may be taken as their bytes from now on)."""
+        return dict(self._after)
+
     @property
     def transfer(self) -> oracle.Transfer | None:
         if self._transfer is ...:

@@ -496,21 +496,32 @@ class Testbed:
             if info.region is None or not info.guarded:
                 continue
             base, total = info.region
-            got = self.read_memory(info.node_name, base, total)
-            starts = [a - base for a in info.guarded]
-            last = len(starts) - 1
-            # every byte outside the tensors is a guard byte: before the first, between two, after the last
-            bands = [("before", 0, s - GUARD_BYTES, s) for s in starts[:1]]
-            bands += [("between", i, starts[i] - GUARD_BYTES, starts[i]) for i in range(1, len(starts))]
-            bands.append(("after", last, starts[last] + info.nbytes, total))
-            for label, i, lo, hi in bands:
-                bad = np.flatnonzero(got[lo:hi] != GUARD)
+            # every byte of the region outside the tensors is a guard byte: before the lowest tensor, between two
+            # tensors in address order (the gaps may differ, the order need not be the tensors'), after the highest;
+            # the bands alone are read (one request), not the tensors between them
+            order = sorted(range(len(info.guarded)), key=lambda t: info.guarded[t])
+            starts = [info.guarded[t] - base for t in order]
+            bands = [(f"before {info.name} tensor {order[0]}", 0, starts[0])]
+            bands += [(f"between {info.name} tensors {order[i - 1]} and {order[i]}", starts[i - 1] + info.nbytes,
+                       starts[i]) for i in range(1, len(starts))]
+            bands.append((f"after {info.name} tensor {order[-1]}", starts[-1] + info.nbytes, total))
+            bands = [b for b in bands if b[2] > b[1]]
+            for (where, lo, hi), got in zip(bands, self.read_many(info.node_name, [(base + lo, hi - lo)
+                                                                                   for _, lo, hi in bands]),
+                                            strict=True):
+                bad = np.flatnonzero(got != GUARD)
                 if bad.size:
-                    where = (f"between {info.name} tensors {i - 1} and {i}" if label == "between"
-                             else f"{label} {info.name} tensor {i}")
                     out.append(f"guard bytes {where} changed: {bad.size} of {hi - lo} bytes, first at guard offset "
-                               f"{int(bad[0])} ({GUARD:#04x} -> {int(got[lo + bad[0]]):#04x})")
+                               f"{int(bad[0])} ({GUARD:#04x} -> {int(got[bad[0]]):#04x})")
         return out
+
+    def read_many(self, node_name: str, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
+        """``read_memory`` of every (address, bytes) span, in one request where the node batches them."""
+        try:
+            got = call_each(self.node(node_name), "read_memory", [(a, n) for a, n in spans])
+            return [np.asarray(g, dtype=np.uint8).ravel() for g in got]
+        except Exception as exc:
+            raise HarnessError(f"{node_name}.read_memory", describe_exception(exc)) from exc
 
     def freed_violations(self) -> list[str]:
         out = []

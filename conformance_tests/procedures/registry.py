@@ -23,6 +23,8 @@ class Item:
     data: Any = None
     examples: int = 0  # examples of its stream (0: not a stream); its time bound grows with them
     generated: str = ""  # the generator whose items these are ("" : the clause's own procedure runs it)
+    also: tuple[str, ...] = ()  # other clauses the test checks (a history judges pushes by their clauses)
+    seconds_per_example: int = 0  # time bound per example, when an example costs more than a stream's
 
     def __repr__(self) -> str:
         return f"Item({self.key})"
