@@ -1,0 +1,192 @@
+"""The testbed of one history: a cluster of any number of nodes, opened through the backend protocol, with caches
+made, registered at uneven offsets, filled, freed and pushed between in any order.  Every backend call goes
+through the testbed's recorder, so the history's reproduction is its call log as a script; every live cache,
+guard band and freed region stays watched (:class:`~conformance_tests.testbed.Testbed`), on every node.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...context import RunContext
+from ...errors import HarnessError
+from ...recorder import lit
+from ...spec import CacheSpec
+from ...testbed import GUARD, CacheInfo, Call, Freed, Outcome, Testbed
+from ...values import Value
+from .world import NodeState
+
+#: how a repro script reads a cache's tensors (defined at its top)
+SNAP = ("def snap(node, cache):",
+        "    return [np.asarray(node.read_tensor(cache, t)).ravel() for t in range(len(cache.tensor_addrs))]")
+
+
+class HistoryBed(Testbed):
+    """One history's cluster.  Node ``n<i>`` and cache ``c<k>`` are the names the call log gives them."""
+
+    def __init__(self, run: RunContext, *, label: str = "") -> None:
+        super().__init__(run, run.spec.scenario, minimal=True, title=label)
+        self.nodes: dict[str, Any] = {}
+        self.next_cache = 0
+
+    # ---- the cluster -------------------------------------------------------------------------------------
+
+    def open_nodes(self, nodes: Sequence[NodeState]) -> None:
+        specs = [{"cluster_id": n.cluster_id, "role": n.role, "options": dict(n.options)} for n in nodes]
+        backend = self.rec.bind("backend", self.backend)
+        self.cluster = self._step("open_cluster", self.rec.invoke, "cluster", backend, "open_cluster", lit(specs))
+        for n in nodes:
+            self.nodes[n.name] = self._step("cluster.node", self.rec.invoke, n.name, Value(self.cluster, "cluster"),
+                                            "node", lit(n.cluster_id))
+        self.api = self.rec.let("api", f"{nodes[0].name}.api").obj
+        self.rec.lines += list(SNAP)
+
+    def node(self, node_name: str) -> Any:
+        return self.nodes[node_name]
+
+    def link_nodes(self, client: NodeState, server: NodeState) -> None:
+        self._step("cluster.link", self.rec.invoke, None, Value(self.cluster, "cluster"), "link",
+                   lit(client.cluster_id), lit(server.cluster_id))
+
+    def unlink_nodes(self, client: NodeState, server: NodeState) -> None:
+        self._step("cluster.unlink", self.rec.invoke, None, Value(self.cluster, "cluster"), "unlink",
+                   lit(client.cluster_id), lit(server.cluster_id))
+
+    def inject_fault(self, node: NodeState, fault: Mapping[str, Any]) -> None:
+        self._step(f"{node.name}.inject", self.rec.invoke, None, Value(self.nodes[node.name], node.name), "inject",
+                   lit(dict(fault)))
+        if fault.get("kind") == "kill_node":
+            self.dead.add(node.name)
+
+    # ---- caches ------------------------------------------------------------------------------------------
+
+    def new_name(self) -> str:
+        self.next_cache += 1
+        return f"c{self.next_cache}"
+
+    def allocate(self, name: str, node: NodeState, desc: CacheSpec) -> CacheInfo | None:
+        """``allocate_cache`` on the node; None when the backend refuses it with its LLMException (its pool is
+        full, or has no room for the placement): a refusal the history goes on after."""
+        try:
+            info = self.make_cache(name, node.name, desc.with_(register=False))
+        except HarnessError as exc:
+            if isinstance(exc.__cause__, getattr(self.api, "LLMException", ())):
+                self.rec.comment(f"refused: {exc}")
+                return None
+            raise
+        self.forget_reused(info)
+        return info
+
+    def register_at(self, name: str, node: NodeState, desc: CacheSpec, gaps: Sequence[int],
+                    order: Sequence[int], remote_accessible: bool) -> CacheInfo:
+        """Raw memory with the tensors at uneven, unaligned offsets: ``gaps[i]`` guard bytes before the i-th
+        tensor in memory and ``gaps[-1]`` after the last, the tensors laid out in ``order`` (tensor ``order[i]``
+        is the i-th in memory), then ``register_cache`` of those addresses."""
+        nodev = Value(self.nodes[node.name], node.name)
+        layout = self.layout(desc)
+        offsets = [0] * layout.num_tensors
+        at = 0
+        for i, tensor in enumerate(order):
+            at += gaps[i]
+            offsets[tensor] = at
+            at += layout.nbytes
+        total = at + gaps[-1]
+        mem = self._step("alloc_memory", self._alloc, name, node.name, desc.placement, total)
+        self._step("write_memory", self.rec.invoke, None, nodev, "write_memory", Value(mem, f"{name}_mem"),
+                   Value(np.full(total, GUARD, dtype=np.uint8), f"np.full({total}, {GUARD:#04x}, dtype=np.uint8)"))
+        addrs = [mem + off for off in offsets]
+        cache = self._step(f"register_cache ({name})", self.rec.invoke, name, nodev, "cache_manager.register_cache",
+                           self.desc_value(node.name, desc),
+                           Value(addrs, f"[{name}_mem + off for off in {offsets!r}]"),
+                           remote_accessible=lit(remote_accessible))
+        info = CacheInfo(name, node.name, cache, layout, desc.data_type, desc.placement, addrs, (mem, total))
+        self.caches[name] = info
+        return info
+
+    def fill_with(self, info: CacheInfo, code: str) -> list[np.ndarray]:
+        """Write the ``(num_tensors, nbytes)`` uint8 array that ``code`` builds into every tensor."""
+        data = self.rec.let(f"{info.name}_data", code).obj
+        rows = [np.ascontiguousarray(r) for r in data]
+        self._fill(info, f"{info.name}_data", rows)
+        return rows
+
+    def free(self, name: str, *, registered: bool) -> None:
+        """``deallocate_cache`` (allocated) or ``unregister_cache`` (registered); its memory stays watched, and
+        what it holds now is what it must go on holding."""
+        if not registered:
+            self.deallocate(name)
+        else:
+            info = self.caches.pop(name)
+            self.before.pop(name, None)
+            node = Value(self.nodes[info.node_name], info.node_name)
+            self._step(f"unregister_cache ({name})", self.rec.invoke, None, node, "cache_manager.unregister_cache",
+                       Value(int(getattr(info.cache, "cache_id", 0)), f"{name}.cache_id"))
+            self.freed.append(Freed(info, list(info.guarded or [])))
+        watched = self.freed[-1]
+        if watched.info.node_name not in self.dead:
+            watched.before = [self.read_memory(watched.info.node_name, a, watched.info.nbytes) for a in watched.addrs]
+
+    def deallocate_again(self, name: str, cache: Any, node_name: str) -> None:
+        """``deallocate_cache`` of a cache already freed: documented as a no-op."""
+        self._step(f"deallocate_cache ({name}, again)", self.rec.invoke, None,
+                   Value(self.nodes[node_name], node_name), "cache_manager.deallocate_cache", Value(cache, name))
+
+    def forget_reused(self, info: CacheInfo) -> None:
+        """A freed region the backend gave to a new cache of the same node belongs to that cache now."""
+        if not self.caps.get("raw_memory"):
+            return
+        try:
+            addrs = [int(a) for a in getattr(info.cache, "tensor_addrs", []) or []]
+        except Exception as exc:  # noqa: BLE001 - a Cache without addresses: nothing to compare
+            raise HarnessError(f"{info.name}.tensor_addrs", str(exc)) from exc
+        spans = [(a, a + info.nbytes) for a in addrs]
+        keep = []
+        for f in self.freed:
+            if f.info.node_name == info.node_name and not f.info.guarded and any(
+                    a < hi and lo < a + f.info.nbytes for a in f.addrs for lo, hi in spans):
+                continue
+            keep.append(f)
+        self.freed[:] = keep
+
+    # ---- pushes ------------------------------------------------------------------------------------------
+
+    def bind_push(self, client: NodeState, server: NodeState, src: CacheInfo, dst: CacheInfo | None,
+                  dst_readable: bool) -> None:
+        """Make ``local``/``remote``/``src``/``dst`` the push's nodes and caches, here and in the script (whose
+        check of the push, if it fails, reads ``src_data`` and ``dst_data`` as they were before it)."""
+        self.local, self.remote = self.nodes[client.name], self.nodes[server.name]
+        self.src, self.dst = src, dst
+        dst_name = dst.name if dst is not None else "None"
+        dst_snap = f"snap(remote, {dst_name})" if dst is not None and dst_readable else "[]"
+        self.rec.lines.append(f"local, remote, src, dst = {client.name}, {server.name}, {src.name}, {dst_name}")
+        self.rec.lines.append(f"src_data, dst_data = snap(local, src), {dst_snap}")
+
+    def push_call(self, call: Call, bound: float) -> Outcome:
+        self.run.counters.history_pushes += 1
+        return self.push(call, bound=bound)
+
+    @property
+    def src_data(self) -> list[np.ndarray]:
+        return self.before.get(self.src.name, []) if self.src is not None else []
+
+    @property
+    def dst_before(self) -> list[np.ndarray]:
+        return self.before.get(self.dst.name, []) if self.dst is not None else []
+
+
+def random_code(seed: int, num_tensors: int, nbytes: int) -> str:
+    """Random bytes, eight at a time (a uint8 draw per byte costs ten times more at model scale)."""
+    words = max(1, math.ceil(nbytes / 8))
+    return (f"np.random.default_rng({seed}).integers(0, 2**64 - 1, ({num_tensors}, {words}), dtype=np.uint64, "
+            f"endpoint=True).view(np.uint8)[:, :{nbytes}]")
+
+
+def special_code(pattern: bytes, size: int, num_tensors: int, nbytes: int) -> str:
+    """The special bit patterns repeated, each tensor starting one element further."""
+    base = f"np.resize(np.frombuffer(bytes.fromhex({pattern.hex()!r}), np.uint8), {nbytes + len(pattern)})"
+    return (f"(lambda base: np.stack([base[{size} * t % {len(pattern)}:][:{nbytes}] for t in range({num_tensors})]))"
+            f"({base})")

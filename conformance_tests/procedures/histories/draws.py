@@ -1,0 +1,145 @@
+"""What a history draws, from the spec's domains: its nodes (cluster ids over their documented domain, roles, a
+configuration per node), its caches (layouts drawn like the clause streams', real models' KV caches, memory at
+uneven offsets), their contents (random bytes and every special bit pattern of their DataType) and the ids a
+key names.  Each is a hypothesis draw, so a failing history shrinks."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ... import bitpatterns, strategies
+from ...spec import CacheSpec, Spec
+from ...spec.model import Bounds, Histories, HistoryStream, ModelLayout
+from .bed import random_code, special_code
+from .world import CacheState, NodeState
+
+#: the options every history node gets besides its own drawn configuration (the cache manager on, remote access
+#: on: two nodes link only when they agree on it, facts §1.3 "Link-time check")
+NODE_OPTIONS = {"llm.EnableCacheManager": "1", "llm.EnableRemoteCacheAccessible": "1"}
+#: the smallest bit width a narrow integer field is tried at (ids that agree with another in their low bits)
+NARROWEST_FIELD_BITS = 8
+#: the contents a cache is filled with
+CONTENTS = ("random", "special", "mixed")
+
+
+def aliases(values: Iterable[int], bounds: Bounds) -> list[int]:
+    """Values that agree with one of ``values`` in their low bits: each ± 2**b for every field width b from 8 bits
+    up to the domain's, inside the domain (a backend that keeps an id in a narrower field confuses them)."""
+    bits = max(1, (bounds.max - bounds.min).bit_length())
+    out = []
+    for v in values:
+        for b in range(NARROWEST_FIELD_BITS, bits):
+            out += [x for x in (v + (1 << b), v - (1 << b)) if bounds.min <= x <= bounds.max]
+    return sorted(set(out))
+
+
+def in_domain(bounds: Bounds, used: Iterable[int] = ()) -> st.SearchStrategy[int]:
+    """Any value of the domain: its extremes, values aliasing ``used`` ones in narrower fields, or any other."""
+    used = list(used)
+    edges = sorted({bounds.min, bounds.max, max(bounds.min, min(bounds.max, 0)), max(bounds.min, min(bounds.max, -1))})
+    options: list[st.SearchStrategy[int]] = [st.sampled_from(edges), st.integers(bounds.min, bounds.max)]
+    near = aliases(used, bounds)
+    if near:
+        options.insert(1, st.sampled_from(near))
+    return st.one_of(*options)
+
+
+@st.composite
+def nodes(draw: Any, hist: Histories, roles: Sequence[str], stream: HistoryStream) -> list[NodeState]:
+    """2 to N nodes: distinct cluster ids over the whole domain (some aliasing others' low bits), a role each, and
+    options of their own: llm.SyncKvCacheWaitTime over its domain (half of the nodes within what the stream may
+    wait), pools of their own size and page_shift (at least one page in the pool)."""
+    count = draw(st.integers(hist.nodes.min, hist.nodes.max), label="nodes")
+    ids: list[int] = []
+    for _ in range(count):
+        cid = draw(in_domain(hist.cluster_id, ids).filter(lambda c: c not in ids), label="cluster_id")
+        ids.append(cid)
+    t = hist.sync_kv_timeout_ms
+    cheap = Bounds(t.min, max(t.min, min(t.max, stream.wait_ms or t.min)))
+    out = []
+    for i, cid in enumerate(ids):
+        timeout = draw(st.one_of(st.integers(t.min, t.max), st.integers(cheap.min, cheap.max)), label="timeout_ms")
+        options = {**NODE_OPTIONS, "llm.SyncKvCacheWaitTime": str(timeout)}
+        for option in ("llm.MemPoolConfig", "llm.HostMemPoolConfig"):
+            size = stream.bytes if stream.bytes is not None and stream.layouts == "models" else draw(
+                st.integers(hist.pool_bytes.min, hist.pool_bytes.max), label="pool bytes")
+            top = min(hist.pool_page_shift.max, max(hist.pool_page_shift.min, size.bit_length() - 1))
+            shift = draw(st.integers(hist.pool_page_shift.min, top), label="page_shift")
+            options[option] = json.dumps({"memory_size": size, "page_shift": shift})
+        out.append(NodeState(i, f"n{i}", cid, draw(st.sampled_from(list(roles)), label="role"), timeout, options))
+    return out
+
+
+def fits(model: ModelLayout, itemsize: int, max_bytes: int | None) -> bool:
+    return max_bytes is None or model.num_tensors * math.prod(model.shape) * itemsize <= max_bytes
+
+
+def fresh_desc(draw: Any, spec: Spec, dom: strategies.Domain, stream: HistoryStream,
+               max_bytes: int | None) -> tuple[CacheSpec, int]:
+    """A new cache's description and its layers' tensor count: a layout drawn like the clause streams' (every
+    documented DataType, rank, batch and tensor count), or a real model's KV cache."""
+    if stream.layouts == "models":
+        hist = spec.generation.histories if spec.generation is not None else None
+        models = [m for m in (hist.model_layouts if hist else ()) if m.data_type in dom.itemsize
+                  and fits(m, dom.itemsize[m.data_type], max_bytes)]
+        model = draw(st.sampled_from(models), label="model")
+        placement = draw(st.sampled_from(sorted({p for pair in dom.transfers for p in pair})), label="placement")
+        return CacheSpec(model.num_tensors, model.shape, model.data_type, placement), model.tensors_per_layer
+    lay = draw(strategies.layouts(dom), label="layout")
+    return CacheSpec(lay.src.num_tensors, lay.src.shape, lay.src.data_type, lay.src.placement), lay.tnpl
+
+
+def mirror_desc(draw: Any, src: CacheState, tnpl: int, dom: strategies.Domain, stream: HistoryStream) -> CacheSpec:
+    """A destination for ``src``: the same DataType and bytes per batch entry, its own batch count and shape,
+    layers of ``tnpl`` tensors (as many as the source's, or more), a placement the transfer table pairs with the
+    source's at must level."""
+    info = src.info
+    placements = sorted({d for s, d in dom.transfers if s == info.placement}) or [info.placement]
+    placement = draw(st.sampled_from(placements), label="dst placement")
+    if stream.layouts == "models":
+        return CacheSpec(info.num_tensors, tuple(info.shape), info.data_type, placement)
+    inner = tuple(info.shape[1:])
+    reshaped = strategies.reshape(draw, inner, dom) if inner else inner
+    batch = draw(st.integers(*dom.batch), label="dst batch")
+    extra = draw(st.sampled_from([0, 0, 1, 2]), label="extra dst layers")
+    return CacheSpec(info.num_tensors + extra * tnpl, (batch, *reshaped), info.data_type, placement)
+
+
+def registration(draw: Any, hist: Histories, num_tensors: int) -> tuple[list[int], list[int]]:
+    """Guard bytes before each tensor and after the last (uneven, so the offsets are unaligned), and the order
+    of the tensors in memory (in theirs, reversed, or shuffled), from one drawn seed (a history prints it as one
+    number; the script has the offsets)."""
+    g = hist.guard_bytes
+    how = draw(st.sampled_from(["in order", "reversed", "shuffled"]), label="tensors in memory")
+    rng = np.random.default_rng(draw(st.integers(0, 2**16), label="registration seed"))
+    gaps = [int(x) for x in rng.integers(g.min, g.max + 1, num_tensors + 1)]
+    order = list(range(num_tensors))
+    if how == "reversed":
+        order.reverse()
+    elif how == "shuffled":
+        order = [int(x) for x in rng.permutation(num_tensors)]
+    return gaps, order
+
+
+def content_code(draw: Any, spec: Spec, desc: CacheSpec, nbytes: int) -> str:
+    """The code that builds a cache's contents: random bytes, the special bit patterns of its DataType, or both
+    (the even tensors special)."""
+    kind = draw(st.sampled_from(CONTENTS), label="contents")
+    seed = draw(st.integers(0, 2**16), label="data seed")
+    table = spec.types.enums.get("DataType")
+    member = table.members.get(desc.data_type) if table is not None else None
+    size = member.size if member is not None and member.size else 1
+    pattern = bitpatterns.pattern_bytes(member.encoding if member else None, size, spec.types.byte_order)
+    if kind == "random":
+        return random_code(seed, desc.num_tensors, nbytes)
+    special = special_code(pattern, size, desc.num_tensors, nbytes)
+    if kind == "special":
+        return special
+    return (f"np.where((np.arange({desc.num_tensors}) % 2 == 0)[:, None], {special}, "
+            f"{random_code(seed, desc.num_tensors, nbytes)})")

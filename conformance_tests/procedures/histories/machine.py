@@ -1,0 +1,689 @@
+"""The history machine (a hypothesis ``RuleBasedStateMachine``): its rules are the operations the backend
+protocol offers, in any order the protocol allows — link, unlink, allocate, register (at uneven offsets), free,
+rewrite, inject faults and push (valid, in every situation the spec declares, broken by a generate rule of any
+clause, repeated, from several threads at once) — and its model is the kit's oracle (:mod:`.world`, the
+testbed's snapshots).  Each push is judged by the clause of its situation; after every other step every byte
+the kit can see must be as the history left it.  A failure shrinks to a minimal history.
+
+The situation builders are bound to the names of the schema's ``history_situation`` enum (:data:`SITUATIONS`;
+a self-test compares the two), as procedures are to the ``procedure`` enum.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from ... import strategies, violations
+from ...judging import effect_problems, fail, outcome_problem
+from ...observation import Observation
+from ...spec import CacheSpec
+from ...spec.expect import envelope
+from ...testbed import Outcome
+from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
+from ..common import per_call_bound
+from . import draws
+from .bed import HistoryBed
+from .pushes import STYLES, HistoryRun, Plan, call_for, judge_push, loop_line, observed, still
+from .world import CacheState, LinkState, NodeState, World
+
+#: how long the threads of a concurrent step wait for each other at the start line
+BARRIER_S = 10
+#: margins around sync_kv_timeout that keep a delayed push clear of it on either side
+WITHIN, BEYOND = 0.5, 1.5
+
+Builder = Callable[["HistoryMachine", Any], bool]
+#: situation (schema enum history_situation) -> how a step makes a push in it; False when it cannot now
+SITUATIONS: dict[str, Builder] = {}
+
+
+def situation(*names: str) -> Callable[[Builder], Builder]:
+    def deco(fn: Builder) -> Builder:
+        for name in names:
+            SITUATIONS[name] = fn
+        return fn
+    return deco
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+class HistoryMachine(RuleBasedStateMachine):
+    """One history per instance; :func:`machine_for` binds it to a stream's :class:`HistoryRun`."""
+
+    h: HistoryRun
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.world = World()
+        self.bed = HistoryBed(self.h.run, label=f"history ({self.h.stream.name})")
+        self.h.run.counters.histories += 1
+        self.steps = 0
+        self.can_unregister = False
+
+    def teardown(self) -> None:
+        self.bed.close()
+
+    # ---- helpers -----------------------------------------------------------------------------------------
+
+    def label(self, what: str) -> str:
+        return f"history step {self.steps} ({what})"
+
+    def step(self, what: str) -> str:
+        self.steps += 1
+        self.h.run.counters.history_steps += 1
+        self.bed.rec.comment(f"step {self.steps}: {what}")
+        return self.label(what)
+
+    def live_on(self, node: NodeState) -> list[CacheState]:
+        return self.world.live(node.index) if node.alive else []
+
+    def live_bytes(self) -> int:
+        return sum(c.info.nbytes * c.num_tensors for c in self.world.live())
+
+    def room_for(self, desc: CacheSpec) -> bool:
+        budget = self.h.stream.bytes
+        size = self.h.dom.itemsize.get(desc.data_type, 1) * math.prod(desc.shape) * desc.num_tensors
+        return budget is None or self.live_bytes() + size <= budget
+
+    def make(self, data: Any, node: NodeState, desc: CacheSpec, *, accessible: bool | None = None) -> CacheState | None:
+        """A new cache on ``node``: allocated, or registered raw memory at uneven offsets (open to remote access
+        or not, unless ``accessible`` says), filled with drawn contents."""
+        h, bed = self.h, self.bed
+        if not self.room_for(desc) or not node.alive:
+            return None
+        name = bed.new_name()
+        register = h.dom.can_register and data.draw(st.booleans(), label=f"{name} registered")
+        if register:
+            gaps, order = draws.registration(data.draw, h.hist, desc.num_tensors)
+            if accessible is None:
+                accessible = data.draw(st.sampled_from([True, True, True, False]), label=f"{name} remote_accessible")
+            info = bed.register_at(name, node, desc, gaps, order, accessible)
+        else:
+            accessible = True
+            allocated = bed.allocate(name, node, desc)
+            if allocated is None:
+                return None
+            info = allocated
+        bed.fill_with(info, draws.content_code(data.draw, h.run.spec, desc, info.nbytes))
+        cache = CacheState(info, node.index, self.world.tick(), register, accessible,
+                           int(getattr(info.cache, "cache_id", 0)))
+        self.world.caches.append(cache)
+        return cache
+
+    def link(self, client: NodeState, server: NodeState) -> None:
+        self.bed.link_nodes(client, server)
+        self.world.links[(client.index, server.index)] = LinkState(self.world.tick())
+        self.world.ever_linked.add((client.index, server.index))
+
+    def unlink(self, client: NodeState, server: NodeState) -> None:
+        self.bed.unlink_nodes(client, server)
+        del self.world.links[(client.index, server.index)]
+
+    def tnpls(self, src: CacheState, dst: CacheState) -> list[int]:
+        """tensor_num_per_layer values a valid push from ``src`` into ``dst`` may take (none: not a pair)."""
+        a, b = src.info, dst.info
+        if (a.data_type != b.data_type or a.stride != b.stride or (a.placement, b.placement) not in self.h.dom.transfers
+                or not dst.remote_accessible):
+            return []
+        options = divisors(a.num_tensors) if self.h.has_tnpl else [self.h.run.default_tnpl]
+        return [t for t in options if a.num_tensors % t == 0 and b.num_tensors % t == 0]
+
+    def args(self, data: Any, src: CacheState, dst: CacheState, tnpls: list[int], *,
+             min_layers: int = 1) -> tuple[int, tuple[int, int] | None] | None:
+        """tensor_num_per_layer and the layer range (the same on both sides, as documented; the default only
+        where both caches have as many layers) of a valid push, with at least ``min_layers`` layers."""
+        options = [t for t in tnpls if min(src.num_tensors, dst.num_tensors) // t >= min_layers]
+        if not options:
+            return None
+        tnpl = data.draw(st.sampled_from(options), label="tensor_num_per_layer")
+        ls, ld = src.num_tensors // tnpl, dst.num_tensors // tnpl
+        if ls == ld and data.draw(st.booleans(), label="default ranges"):
+            return tnpl, None
+        top = min(ls, ld)
+        start = data.draw(st.integers(0, top - min_layers), label="range start")
+        return tnpl, (start, data.draw(st.integers(start + min_layers, top), label="range stop"))
+
+    def plan(self, data: Any, client: NodeState, server: NodeState, src: CacheState, dst: CacheState, *,
+             cache_id: int | None = None, min_layers: int = 1) -> Plan | None:
+        tnpls = self.tnpls(src, dst)
+        got = self.args(data, src, dst, tnpls, min_layers=min_layers) if tnpls else None
+        if got is None:
+            return None
+        tnpl, rng = got
+        style = data.draw(st.sampled_from(STYLES), label="calling form")
+        return Plan(client, server, src, dst, dst.cache_id if cache_id is None else cache_id, tnpl, rng, rng,
+                    data.draw(st.integers(0, src.batch - 1), label="src_batch_index"),
+                    data.draw(st.integers(0, dst.batch - 1), label="dst batch_index"), style)
+
+    def pairs(self, links: list[tuple[int, int]], *, freed_src: bool = False,
+              freed_dst: bool = False) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
+        """(link, source, destination) a push could go over; freed caches where asked."""
+        w = self.world
+        out = []
+        for link in links:
+            client, server = w.nodes[link[0]], w.nodes[link[1]]
+            srcs = ([c for c in w.freed(client.index) if c.remote_accessible] if freed_src
+                    else list(w.sources(client.index)))
+            dsts = w.freed(server.index) if freed_dst else w.live(server.index)
+            out += [(link, s, d) for s in srcs for d in dsts if self.tnpls(s, d)]
+        return out
+
+    def valid_plan(self, data: Any, *, min_layers: int = 1, link: tuple[int, int] | None = None) -> Plan | None:
+        """A push valid in every respect over a usable link: between existing caches, or into a destination made
+        for an existing source, or from a new source into a new destination; a link that does not see the
+        destination yet is made again first (the documentation asks for memory before the link)."""
+        w, h = self.world, self.h
+        links = [link] if link is not None else w.usable_links()
+        links = [p for p in links if p in w.links and w.nodes[p[0]].alive and w.nodes[p[1]].alive]
+        if not links:
+            return None
+        found = self.pairs(links)
+        sources = [(p, s) for p in links for s in w.sources(p[0])]
+        ways = (["existing"] if found else []) + (["new destination"] if sources else []) + ["new source"]
+        way = data.draw(st.sampled_from(ways), label="push between")
+        if way != "existing":
+            if way == "new source":
+                p = data.draw(st.sampled_from(links), label="link")
+                desc, _ = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
+                made = self.make(data, w.nodes[p[0]], desc, accessible=True)
+                if made is None:
+                    return None
+                src = made
+            else:
+                p, src = data.draw(st.sampled_from(sources), label="source")
+            tnpl = data.draw(st.sampled_from(divisors(src.num_tensors) if h.has_tnpl else [h.run.default_tnpl]),
+                             label="layers of")
+            dst = self.make(data, w.nodes[p[1]], draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream),
+                            accessible=True)
+            if dst is None:
+                return None
+            found = [(p, src, dst)] if self.tnpls(src, dst) else []
+        if not found:
+            return None
+        p, src, dst = data.draw(st.sampled_from(found), label="push")
+        client, server = w.nodes[p[0]], w.nodes[p[1]]
+        if w.visibility(p, dst) != "valid":
+            self.unlink(client, server)
+            self.link(client, server)
+        return self.plan(data, client, server, src, dst, min_layers=min_layers)
+
+    def push_valid(self, plan: Plan, label: str) -> None:
+        judge_push(self.h, self.bed, self.world, plan, self.h.situations["valid"], None, label)
+
+    def recover(self, data: Any, link: tuple[int, int], label: str) -> None:
+        """After a refusal, a timeout or a fault: valid pushes land exactly, over the same link and another."""
+        if "valid" not in self.h.situations:
+            return
+        w = self.world
+        if link in w.links and w.nodes[link[0]].alive and w.nodes[link[1]].alive:
+            plan = self.valid_plan(data, link=link)
+            if plan is not None:
+                self.push_valid(plan, f"{label}, then a valid push over the same link")
+        others = [p for p in w.usable_links() if p != link]
+        if others:
+            other = data.draw(st.sampled_from(others), label="another link")
+            plan = self.valid_plan(data, link=other)
+            if plan is not None:
+                self.push_valid(plan, f"{label}, then a valid push over another link")
+
+    def can(self, name: str) -> bool:
+        return name in self.h.situations
+
+    # ---- rules: the protocol's operations ------------------------------------------------------------
+
+    @initialize(data=st.data())
+    def open(self, data: Any) -> None:
+        """The cluster, a first source and destination (memory before the link, as documented), the link; a
+        stream with a long run pushes over that link first."""
+        h, w = self.h, self.world
+        label = self.step("open")
+        w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream), label="nodes")
+        self.bed.open_nodes(w.nodes)
+        self.can_unregister = callable(getattr(self.bed.nodes[w.nodes[0].name].cache_manager, "unregister_cache",
+                                               None))
+        client, server = w.nodes[0], w.nodes[1]
+        desc, tnpl = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
+        src = self.make(data, client, desc, accessible=True)
+        dst = (self.make(data, server, draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream), accessible=True)
+               if src else None)
+        self.link(client, server)
+        still(h, self.bed, label)
+        if h.long_run and src is not None and dst is not None and self.can("valid"):
+            plan = self.plan(data, client, server, src, dst)
+            if plan is not None:
+                self.long_run(plan, h.long_run, label)
+
+    def long_run(self, plan: Plan, count: int, label: str) -> None:
+        """``count`` pushes over one link, each judged, the batch entries stepping so that every push changes the
+        destination; the script says it as one loop."""
+        rec = self.bed.rec
+        start = len(rec.lines)
+        src_b, dst_b = plan.src.batch, plan.dst.batch if plan.dst is not None else 1
+        done = 0
+        try:
+            for i in range(count):
+                mark = len(rec.lines)
+                self.push_valid(replace(plan, src_batch=i % src_b, dst_batch=(i + 1) % dst_b),
+                                f"{label}, long run push {i + 1} of {count}")
+                del rec.lines[mark:]
+                done += 1
+        finally:
+            if done:
+                rec.lines[start:start] = loop_line(self.h, self.bed, plan, done, (src_b, dst_b))
+
+    @precondition(lambda self: bool(self.world.unlinked_pairs() or self.world.usable_links()))
+    @rule(data=st.data())
+    def topology(self, data: Any) -> None:
+        """Link two nodes (again, in either direction, from one node to several, into one from several), or
+        unlink them."""
+        w = self.world
+        ops = (["link"] if w.unlinked_pairs() else []) + (["unlink"] if w.usable_links() else [])
+        op = data.draw(st.sampled_from(ops), label="topology")
+        a, b = data.draw(st.sampled_from(w.unlinked_pairs() if op == "link" else w.usable_links()), label=op)
+        label = self.step(f"{op} {w.nodes[a].name} -> {w.nodes[b].name}")
+        (self.link if op == "link" else self.unlink)(w.nodes[a], w.nodes[b])
+        still(self.h, self.bed, label)
+
+    def freeable(self) -> list[CacheState]:
+        return [c for c in self.world.live() if self.world.nodes[c.node].alive
+                and (not c.registered or self.can_unregister)]
+
+    def freed_again(self) -> list[CacheState]:
+        return [c for c in self.world.freed() if not c.registered and self.world.nodes[c.node].alive]
+
+    def rewritable(self) -> list[CacheState]:
+        return [c for c in self.world.live() if self.world.nodes[c.node].alive]
+
+    @rule(data=st.data())
+    def lifecycle(self, data: Any) -> None:
+        """A cache made on any live node (drawn fresh, or shaped for a cache elsewhere so that pushes pair;
+        allocated, or registered at uneven offsets), freed (deallocate_cache, unregister_cache), freed again (a
+        documented no-op), or rewritten (a source rewritten between pushes)."""
+        ops = (["make"] + (["free"] if self.freeable() else []) + (["free again"] if self.freed_again() else [])
+               + (["rewrite"] if self.rewritable() else []))
+        op = data.draw(st.sampled_from(ops), label="lifecycle")
+        if op == "make":
+            self.make_cache(data)
+            return
+        cache = data.draw(st.sampled_from({"free": self.freeable, "free again": self.freed_again,
+                                           "rewrite": self.rewritable}[op]()), label=op)
+        label = self.step(f"{op} {cache.name}")
+        if op == "free":
+            self.bed.free(cache.name, registered=cache.registered)
+            cache.freed = True
+        elif op == "free again":
+            self.bed.deallocate_again(cache.name, cache.info.cache, cache.info.node_name)
+        else:
+            desc = CacheSpec(cache.num_tensors, tuple(cache.info.shape), cache.info.data_type, cache.info.placement)
+            self.bed.fill_with(cache.info, draws.content_code(data.draw, self.h.run.spec, desc, cache.info.nbytes))
+        still(self.h, self.bed, label)
+
+    def make_cache(self, data: Any) -> None:
+        h, w = self.h, self.world
+        node = data.draw(st.sampled_from(w.alive()), label="node")
+        label = self.step(f"a cache on {node.name}")
+        others = [c for c in w.live() if w.nodes[c.node].alive]
+        if others and data.draw(st.booleans(), label="for an existing cache"):
+            like = data.draw(st.sampled_from(others), label="like")
+            tnpl = data.draw(st.sampled_from(divisors(like.num_tensors)), label="layers of")
+            desc = draws.mirror_desc(data.draw, like, tnpl, h.dom, h.stream)
+        else:
+            desc, _ = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
+        self.make(data, node, desc)
+        still(h, self.bed, label)
+
+    @precondition(lambda self: bool(self.world.usable_links()))
+    @rule(data=st.data())
+    def push(self, data: Any) -> None:
+        """A push in any situation the spec declares (valid included), valid in every other respect; after a
+        refusal, a timeout or a fault, valid pushes over the same link and another."""
+        names = [n for n in SITUATIONS if n in self.h.situations]
+        name = data.draw(st.sampled_from(names), label="situation")
+        label = self.step(f"push: {name}")
+        if not SITUATIONS[name](self, data) and self.can("valid"):
+            plan = self.valid_plan(data)  # that situation cannot arise now: a valid push instead
+            if plan is not None:
+                self.push_valid(plan, label)
+
+    @precondition(lambda self: bool(self.h.invalid) and bool(self.world.usable_links()))
+    @rule(data=st.data())
+    def push_invalid(self, data: Any) -> None:
+        """A push broken by one generate rule of a clause, on a side the rule names, valid in every other respect:
+        judged by that clause's expect; then valid pushes."""
+        h = self.h
+        clause, rule_name = data.draw(st.sampled_from(list(h.invalid)), label="broken by")
+        label = self.step(f"push broken by {rule_name} ({clause.id})")
+        plan = self.valid_plan(data)
+        if plan is None or plan.src.num_tensors < violations.RULES[rule_name].min_tensors or plan.dst is None:
+            return
+        gen = clause.generate
+        sides = violations.applicable_sides(rule_name, list(gen.sides) if gen and gen.sides else None)
+        side = data.draw(st.sampled_from(sides), label="side")
+        base = self.layout_of(plan)
+        broken = violations.RULES[rule_name].apply(data.draw, base, side)
+        src, dst = plan.src, plan.dst
+        if broken.src != base.src:
+            made = self.make(data, plan.client, broken.src.desc().with_(register=None), accessible=True)
+            if made is None:
+                return
+            src = made
+        if broken.dst != base.dst:
+            made = self.make(data, plan.server, broken.dst.desc().with_(register=None), accessible=True)
+            if made is None:
+                return
+            dst = made
+        if self.world.visibility(plan.link, dst) != "valid":
+            self.unlink(plan.client, plan.server)
+            self.link(plan.client, plan.server)
+        bad = replace(plan, src=src, dst=dst, cache_id=dst.cache_id, tnpl=broken.tnpl, src_range=broken.src_range,
+                      dst_range=broken.dst_range, src_batch=broken.src_batch_index, dst_batch=broken.dst_batch_index,
+                      size=broken.size, style="keywords", notes=broken.notes)
+        judge_push(h, self.bed, self.world, bad, clause, clause.expect, label)
+        self.recover(data, plan.link, label)
+
+    def layout_of(self, plan: Plan) -> strategies.Layout:
+        def side(c: CacheState) -> strategies.Side:
+            return strategies.Side(c.num_tensors, tuple(c.info.shape), c.info.data_type, c.info.placement, False)
+
+        assert plan.dst is not None
+        return strategies.Layout(side(plan.src), side(plan.dst), plan.tnpl, plan.src_batch, plan.dst_batch,
+                                 plan.src_range, plan.dst_range)
+
+    def push_concurrently(self, data: Any) -> bool:
+        """Pushes from several threads at once into distinct destinations, each judged as if it were alone."""
+        h, w, bed = self.h, self.world, self.bed
+        found = [(p, s, d) for p, s, d in self.pairs(w.usable_links()) if w.visibility(p, d) == "valid"]
+        dsts = list({d.name: d for _, _, d in found}.values())
+        if len(dsts) < 2:
+            return False
+        label = self.label("concurrent")
+        chosen = data.draw(st.lists(st.sampled_from(dsts), min_size=2, max_size=min(4, len(dsts)),
+                                    unique_by=lambda d: d.name), label="destinations")
+        plans = []
+        for dst in chosen:
+            # no source is another push's destination: the threads would race on it
+            options = [(p, s) for p, s, d in found if d is dst and s not in chosen]
+            if not options:
+                continue
+            p, src = data.draw(st.sampled_from(options), label="source")
+            plan = self.plan(data, w.nodes[p[0]], w.nodes[p[1]], src, dst)
+            if plan is not None:
+                plans.append(replace(plan, style="keywords"))
+        if len(plans) < 2:
+            return False
+        calls = [call_for(h, bed, plan) for plan in plans]
+        fns = [bed.nodes[plan.client.name].cache_manager.push_cache for plan in plans]
+        results: list[Any] = [None] * len(plans)
+        barrier = threading.Barrier(len(plans))
+
+        def run(i: int) -> None:
+            args, kwargs = calls[i].build()
+            barrier.wait(timeout=BARRIER_S)
+            try:
+                fns[i](*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the outcome under test
+                results[i] = exc
+
+        bed.rec.comment(f"{len(plans)} threads at once (the script makes them in turn):")
+        for plan, call in zip(plans, calls, strict=True):
+            bed.rec.lines.append(f"local = {plan.client.name}")
+            bed.rec.lines.append(call.code)
+        workers = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(plans))]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join(per_call_bound(h.run))
+        clause = h.situations["concurrent"]
+        if any(t.is_alive() for t in workers):
+            fail(clause.id, label, calls[0], "concurrent pushes did not return (hang)")
+        h.run.counters.push_calls += len(plans)
+        h.run.counters.history_pushes += len(plans)
+        expectation = envelope([clause.expect, *(c.expect for c in clause.cases)])
+        for plan in plans:
+            w.pushed_over(plan.link)
+        reads = []
+        for i, plan in enumerate(plans):
+            assert plan.dst is not None
+            bed.local, bed.remote = bed.nodes[plan.client.name], bed.nodes[plan.server.name]
+            bed.src, bed.dst = plan.src.info, plan.dst.info
+            others = tuple(p.dst.name for p in plans if p.dst is not None and p.dst is not plan.dst)
+            obs = Observation(bed, calls[i], Outcome(results[i], 0.0))
+            problem = outcome_problem(expectation, obs)
+            if problem:
+                fail(clause.id, f"{label}, thread {i}", calls[i], problem)
+            problems = [p for p in effect_problems(expectation, obs) if not any(p.startswith(f"{o} ") for o in others)]
+            if problems:
+                fail(clause.id, f"{label}, thread {i}", calls[i], "wrong after concurrent pushes", problems)
+            reads.append(obs)
+        for obs in reads:
+            observed(bed, obs)
+        bed.rec.verdict = []
+        return True
+
+
+# ---- the situations: a push valid in every respect but one ---------------------------------------------------
+
+
+@situation("valid")
+def _valid(m: HistoryMachine, data: Any) -> bool:
+    plan = m.valid_plan(data)
+    if plan is None:
+        return False
+    times = data.draw(st.integers(m.h.hist.repeat.min, m.h.hist.repeat.max), label="times")
+    for i in range(times):
+        m.push_valid(plan, m.label("valid") + (f", {i + 1} of {times}" if times > 1 else ""))
+    return True
+
+
+@situation("created_after_link", "created_after_first_push")
+def _late(m: HistoryMachine, data: Any) -> bool:
+    """Into a cache the server made after the link (before or after the first push over it)."""
+    w = m.world
+    links = w.usable_links()
+    sources = [(p, s) for p in links for s in w.sources(p[0])]
+    if not sources:
+        return False
+    p, src = data.draw(st.sampled_from(sources), label="source")
+    tnpl = data.draw(st.sampled_from(divisors(src.num_tensors)), label="layers of")
+    dst = m.make(data, w.nodes[p[1]], draws.mirror_desc(data.draw, src, tnpl, m.h.dom, m.h.stream))
+    if dst is None:
+        return False
+    name = w.visibility(p, dst)
+    plan = m.plan(data, w.nodes[p[0]], w.nodes[p[1]], src, dst)
+    if plan is None or name not in m.h.situations:
+        return False
+    judge_push(m.h, m.bed, w, plan, m.h.situations[name], None, m.label(name))
+    m.recover(data, p, m.label(name))
+    return True
+
+
+def _never_linked(m: HistoryMachine) -> list[tuple[int, int]]:
+    return [p for p in m.world.unlinked_pairs() if p not in m.world.ever_linked]
+
+
+def _relinkable(m: HistoryMachine) -> list[tuple[int, int]]:
+    return [p for p in m.world.unlinked_pairs() if p in m.world.ever_linked]
+
+
+def _unlinked_push(m: HistoryMachine, data: Any, name: str, pairs: list[tuple[int, int]]) -> bool:
+    found = m.pairs(pairs)
+    if not found:
+        return False
+    p, src, dst = data.draw(st.sampled_from(found), label="push")
+    plan = m.plan(data, m.world.nodes[p[0]], m.world.nodes[p[1]], src, dst)
+    if plan is None:
+        return False
+    judge_push(m.h, m.bed, m.world, plan, m.h.situations[name], None, m.label(name))
+    m.recover(data, p, m.label(name))
+    return True
+
+
+@situation("never_linked")
+def _never(m: HistoryMachine, data: Any) -> bool:
+    return _unlinked_push(m, data, "never_linked", _never_linked(m))
+
+
+@situation("unlinked")
+def _unlinked(m: HistoryMachine, data: Any) -> bool:
+    return _unlinked_push(m, data, "unlinked", _relinkable(m))
+
+
+@situation("unknown_cache")
+def _unknown(m: HistoryMachine, data: Any) -> bool:
+    """A key naming a cache id the server never had, over its whole domain (ids that agree with the server's in
+    their low bits included)."""
+    plan = m.valid_plan(data)
+    if plan is None:
+        return False
+    used = m.world.ids_on(plan.server.index)
+    cache_id = data.draw(draws.in_domain(m.h.hist.cache_id, sorted(used)).filter(lambda c: c not in used),
+                         label="unknown cache_id")
+    plan = replace(plan, dst=None, cache_id=cache_id)
+    judge_push(m.h, m.bed, m.world, plan, m.h.situations["unknown_cache"], None, m.label("unknown_cache"))
+    m.recover(data, plan.link, m.label("unknown_cache"))
+    return True
+
+
+@situation("freed_destination")
+def _freed_destination(m: HistoryMachine, data: Any) -> bool:
+    found = m.pairs(m.world.usable_links(), freed_dst=True)
+    if not found:
+        return False
+    p, src, dst = data.draw(st.sampled_from(found), label="push")
+    plan = m.plan(data, m.world.nodes[p[0]], m.world.nodes[p[1]], src, dst)
+    if plan is None:
+        return False
+    judge_push(m.h, m.bed, m.world, plan, m.h.situations["freed_destination"], None, m.label("freed_destination"))
+    m.recover(data, p, m.label("freed_destination"))
+    return True
+
+
+@situation("freed_source")
+def _freed_source(m: HistoryMachine, data: Any) -> bool:
+    found = [f for f in m.pairs(m.world.usable_links(), freed_src=True) if m.world.visibility(f[0], f[2]) == "valid"]
+    if not found:
+        return False
+    p, src, dst = data.draw(st.sampled_from(found), label="push")
+    plan = m.plan(data, m.world.nodes[p[0]], m.world.nodes[p[1]], src, dst)
+    if plan is None:
+        return False
+    judge_push(m.h, m.bed, m.world, plan, m.h.situations["freed_source"], None, m.label("freed_source"))
+    m.recover(data, p, m.label("freed_source"))
+    return True
+
+
+def _wait_left(m: HistoryMachine) -> int:
+    return max(0, m.h.stream.wait_ms - m.world.waited_ms)
+
+
+def _delayed(m: HistoryMachine, data: Any, name: str) -> bool:
+    """A push whose transfers the client's injected delay slows: within llm.SyncKvCacheWaitTime in all, beyond
+    it at the first layer, or within it per layer and beyond it in all; then the fault is cleared."""
+    w = m.world
+    need = 3 if name == "delay_over_layers" else 1
+    plan = m.valid_plan(data, min_layers=need)
+    if plan is None:
+        return False
+    t, layers, left = plan.client.timeout_ms, plan.layers, _wait_left(m)
+    if name == "delay_within_budget":
+        top = min(int(t * WITHIN) // layers, left // layers)
+        if top < 1:
+            return False
+        long = data.draw(st.booleans(), label="as long as the budget allows")
+        per_layer = top if long else data.draw(st.integers(1, min(top, 20)), label="delay ms")
+        cost = per_layer * layers
+    elif name == "delay_exceeded":
+        per_layer = max(int(t * BEYOND), t + 20)
+        cost = t + per_layer
+        if cost > left:
+            return False
+    else:
+        per_layer = int(t * WITHIN)
+        if per_layer < 1 or per_layer * layers < t * BEYOND or 2 * t > left:
+            return False
+        cost = 2 * t
+    w.waited_ms += cost
+    m.bed.inject_fault(plan.client, {"kind": "delay", "seconds": per_layer / 1000})
+    delay_s = per_layer * layers / 1000
+    outcome = judge_push(m.h, m.bed, w, plan, m.h.situations[name], None, m.label(name),
+                         settle_s=min(delay_s, t / 1000 + per_layer / 1000) + SETTLE_S,
+                         bound_extra=FAULT_BOUND_FACTOR * (delay_s + t / 1000))
+    if outcome.exc is not None:
+        raised_in_time(m.bed, call_for(m.h, m.bed, plan), outcome, t / 1000, m.h.situations[name].id, m.label(name))
+    m.bed.inject_fault(plan.client, {"kind": "clear"})
+    m.recover(data, plan.link, m.label(name))
+    return True
+
+
+@situation("delay_within_budget")
+def _delay_within(m: HistoryMachine, data: Any) -> bool:
+    return _delayed(m, data, "delay_within_budget")
+
+
+@situation("delay_exceeded")
+def _delay_exceeded(m: HistoryMachine, data: Any) -> bool:
+    return _delayed(m, data, "delay_exceeded")
+
+
+@situation("delay_over_layers")
+def _delay_over_layers(m: HistoryMachine, data: Any) -> bool:
+    return _delayed(m, data, "delay_over_layers")
+
+
+@situation("dropped_link")
+def _dropped(m: HistoryMachine, data: Any) -> bool:
+    plan = m.valid_plan(data)
+    if plan is None:
+        return False
+    t = plan.client.timeout_ms
+    if t * plan.layers > _wait_left(m):
+        return False
+    m.world.waited_ms += t * plan.layers
+    m.bed.inject_fault(plan.client, {"kind": "drop_link", "peer": plan.server.cluster_id})
+    name = "dropped_link"
+    outcome = judge_push(m.h, m.bed, m.world, plan, m.h.situations[name], None, m.label(name),
+                         bound_extra=FAULT_BOUND_FACTOR * t * plan.layers / 1000)
+    if outcome.exc is not None:
+        raised_in_time(m.bed, call_for(m.h, m.bed, plan), outcome, t / 1000, m.h.situations[name].id, m.label(name))
+    m.bed.inject_fault(plan.client, {"kind": "clear"})
+    m.recover(data, plan.link, m.label(name))
+    return True
+
+
+@situation("dead_peer")
+def _dead_peer(m: HistoryMachine, data: Any) -> bool:
+    """The server dies (for good: nothing of it is observed again) and a push into it is refused in time."""
+    w = m.world
+    if len(w.alive()) < 3:
+        return False
+    plan = m.valid_plan(data)
+    if plan is None:
+        return False
+    m.bed.inject_fault(plan.server, {"kind": "kill_node"})
+    plan.server.alive = False
+    name = "dead_peer"
+    t = plan.client.timeout_ms
+    outcome = judge_push(m.h, m.bed, w, plan, m.h.situations[name], None, m.label(name),
+                         bound_extra=FAULT_BOUND_FACTOR * t * plan.layers / 1000)
+    if outcome.exc is not None:
+        raised_in_time(m.bed, call_for(m.h, m.bed, plan), outcome, t / 1000, m.h.situations[name].id, m.label(name))
+    m.recover(data, plan.link, m.label(name))
+    return True
+
+
+@situation("concurrent")
+def _concurrent(m: HistoryMachine, data: Any) -> bool:
+    return m.push_concurrently(data)
+
+
+def machine_for(h: HistoryRun) -> type[HistoryMachine]:
+    """The machine class of one stream run (hypothesis builds a new instance per history)."""
+    return type("History", (HistoryMachine,), {"h": h})

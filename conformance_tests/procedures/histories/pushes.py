@@ -1,0 +1,164 @@
+"""One push of a history: what it is (a :class:`Plan` over the model), the call that makes it (in a calling form
+the signature allows), and its judgement by the clause of its situation, exactly as a clause test judges its
+call; what the judgement read becomes the model's bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from ... import strategies
+from ...context import RunContext
+from ...judging import fail, judge
+from ...observation import Observation
+from ...spec import Clause, Expectation
+from ...spec.expect import envelope
+from ...spec.model import Histories, HistoryStream
+from ...testbed import Call, Outcome
+from ...values import Deferred, Value
+from ..common import per_call_bound
+from .bed import HistoryBed
+from .world import CacheState, NodeState, World
+
+#: the calling forms a history draws: every argument by keyword, every argument positionally (in the
+#: prototype's order), or only the arguments that differ from the signature's defaults (by keyword)
+STYLES = ("keywords", "positional", "defaults")
+
+
+@dataclass(frozen=True)
+class HistoryRun:
+    """What every history of one stream works with."""
+
+    run: RunContext
+    clause: Clause  # the history clause: a valid push, and every check outside a push, are its promises
+    stream: HistoryStream
+    hist: Histories
+    dom: strategies.Domain
+    situations: Mapping[str, Clause]  # the situations this run can judge (declared, and supported)
+    invalid: tuple[tuple[Clause, str], ...]  # (clause, generate rule) pairs a push may break
+    roles: tuple[str, ...]
+    long_run: int  # pushes over one link at the start of each history
+    max_bytes: int | None  # the backend's max_cache_bytes
+
+    @property
+    def has_tnpl(self) -> bool:
+        return "tensor_num_per_layer" in self.run.params
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A push: from ``src`` on ``client`` into the cache ``cache_id`` of ``server`` (``dst`` when the history
+    knows it), its batch entries, layers and calling form."""
+
+    client: NodeState
+    server: NodeState
+    src: CacheState
+    dst: CacheState | None
+    cache_id: int
+    tnpl: int
+    src_range: tuple[int, ...] | None
+    dst_range: tuple[int, ...] | None
+    src_batch: int
+    dst_batch: int
+    style: str = "keywords"
+    size: int = -1
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def link(self) -> tuple[int, int]:
+        return (self.client.index, self.server.index)
+
+    @property
+    def layers(self) -> int:
+        if self.src_range is not None:
+            return len(range(*self.src_range))
+        return self.src.num_tensors // self.tnpl if self.tnpl > 0 else 0
+
+    def describe(self) -> str:
+        rng = "" if self.src_range is None and self.dst_range is None else f" ranges {self.src_range}->{self.dst_range}"
+        dst = self.dst.name if self.dst is not None else f"cache id {self.cache_id}"
+        return (f"{self.client.name}:{self.src.name}[{self.src_batch}] -> {self.server.name}:{dst}[{self.dst_batch}], "
+                f"tnpl {self.tnpl}{rng}, size {self.size}, {self.style}" + (f" ({'; '.join(self.notes)})"
+                                                                          if self.notes else ""))
+
+
+def call_for(h: HistoryRun, bed: HistoryBed, plan: Plan, *, batch_code: tuple[str, str] | None = None) -> Call:
+    """The push_cache call of ``plan`` in its calling form; ``batch_code``: the source text of the two batch
+    indices (a loop's), in place of their values."""
+    sig = h.run.signature
+    dst_name = plan.dst.name if plan.dst is not None else None
+    key_id = Value(plan.cache_id, f"{dst_name}.cache_id" if dst_name else repr(plan.cache_id))
+    src_b, dst_b = batch_code or (repr(plan.src_batch), repr(plan.dst_batch))
+    key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [plan.server.cluster_id, plan.cache_id, plan.dst_batch]),
+                f"api.CacheKeyByIdAndIndex({plan.server.cluster_id}, {key_id.code}, {dst_b})")
+
+    def rng(r: tuple[int, ...] | None) -> Value:
+        return Value(None if r is None else range(*r), "None" if r is None else f"range{r!r}".replace(",)", ")"))
+
+    given: dict[str, Value] = {
+        "dst_cache_key": key,
+        "src_cache": Value(plan.src.info.cache, plan.src.name),
+        "src_batch_index": Value(plan.src_batch, src_b),
+        "src_layer_range": rng(plan.src_range),
+        "dst_layer_range": rng(plan.dst_range),
+        "size": Value(plan.size, repr(plan.size)),
+        "tensor_num_per_layer": Value(plan.tnpl, repr(plan.tnpl)),
+    }
+    values: dict[str, Value] = {}
+    for p in sig.declared:
+        if p.name not in given:
+            continue
+        if plan.style == "defaults" and p.has_default and not p.required and given[p.name].obj == p.default:
+            continue
+        values[p.name] = given[p.name]
+    for name in sig.names:  # taken through **kwargs
+        if name not in values and name in given and not (plan.style == "defaults" and given[name].obj is None):
+            values[name] = given[name]
+    positional = plan.style == "positional" and all(n in values for n in (p.name for p in sig.declared))
+    return Call(values, positional=positional)
+
+
+def observed(bed: HistoryBed, obs: Observation) -> None:
+    """The bytes a passed judgement read are the model's from now on."""
+    for name, got in obs.read_back().items():
+        if name in bed.caches:
+            bed.before[name] = got
+
+
+def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause: Clause,
+               expectation: Expectation | None, label: str, *, settle_s: float = 0.0,
+               bound_extra: float = 0.0) -> Outcome:
+    """Make the push of ``plan`` and judge it by ``expectation`` (default: every outcome ``clause`` or one of its
+    cases allows) in the clause's name; a failure names that clause."""
+    __tracebackhide__ = True
+    dst_info = plan.dst.info if plan.dst is not None else None
+    bed.bind_push(plan.client, plan.server, plan.src.info, dst_info,
+                  dst_readable=plan.dst is not None and not plan.dst.freed and plan.server.alive)
+    call = call_for(h, bed, plan)
+    outcome = bed.push_call(call, per_call_bound(h.run, extra=bound_extra))
+    world.pushed_over(plan.link)
+    expect = expectation if expectation is not None else envelope([clause.expect, *(c.expect for c in clause.cases)])
+    obs = judge(bed, call, outcome, expect, clause.id, f"{label}: {plan.describe()}",
+                settle_until=outcome.started + settle_s if settle_s else 0.0)
+    observed(bed, obs)
+    bed.rec.verdict = []
+    return outcome
+
+
+def still(h: HistoryRun, bed: HistoryBed, label: str) -> None:
+    """After a step that pushed nothing: every live cache, guard band and freed region as the model has it."""
+    __tracebackhide__ = True
+    problems = Observation(bed, None, Outcome(None, 0.0)).unchanged()
+    if problems:
+        bed.rec.comment(f"{label}: bytes changed where no push wrote")
+        fail(h.clause.id, label, None, "bytes changed where no push wrote (every live cache, guard band and freed "
+             "region must keep what the history wrote)", problems)
+
+
+def loop_line(h: HistoryRun, bed: HistoryBed, plan: Plan, count: int, batches: Sequence[int]) -> list[str]:
+    """A repro script's lines for ``count`` pushes of ``plan`` whose batch entries step with ``i``."""
+    src_b, dst_b = batches
+    code = call_for(h, bed, replace(plan, src_batch=0, dst_batch=0),
+                    batch_code=(f"i % {src_b}", f"(i + 1) % {dst_b}")).code
+    dst = plan.dst.name if plan.dst is not None else "None"
+    return [f"local, remote, src, dst = {plan.client.name}, {plan.server.name}, {plan.src.name}, {dst}",
+            f"for i in range({count}): {code}"]

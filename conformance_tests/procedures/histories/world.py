@@ -1,0 +1,123 @@
+"""The model of one history: the nodes, links and caches the history made, what each link has seen, and which
+situation a push is in (the spec's ``history`` situations).  Plain data; nothing here talks to a backend.
+
+A cache is *visible* over a link when it existed before the link was made (the documentation asks to register
+memory before linking; facts §6), otherwise it was made after the link, before or after the first push attempt
+over it (``created_after_link``, ``created_after_first_push``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ...testbed import CacheInfo
+
+
+@dataclass
+class NodeState:
+    index: int
+    name: str  # its name in the call log: n0, n1, ...
+    cluster_id: int
+    role: str
+    timeout_ms: int  # llm.SyncKvCacheWaitTime
+    options: dict[str, str]
+    alive: bool = True  # False once a kill_node fault hit it (its memory can no longer be observed)
+
+    def __repr__(self) -> str:
+        return f"{self.name}(cluster {self.cluster_id}, {self.role}, {self.timeout_ms} ms)"
+
+
+@dataclass
+class LinkState:
+    made: int  # the moment (World.tick) it was made
+    first_push: int | None = None  # the moment of the first push over it
+
+
+@dataclass
+class CacheState:
+    info: CacheInfo
+    node: int
+    created: int  # the moment (World.tick) it was made
+    registered: bool
+    remote_accessible: bool
+    cache_id: int
+    freed: bool = False
+
+    def __repr__(self) -> str:
+        return f"{self.name}(n{self.node}, {self.num_tensors}x{list(self.info.shape)} {self.info.data_type})"
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def stride(self) -> int:
+        return self.info.stride
+
+    @property
+    def num_tensors(self) -> int:
+        return self.info.num_tensors
+
+    @property
+    def batch(self) -> int:
+        return self.info.batch
+
+
+@dataclass
+class World:
+    nodes: list[NodeState] = field(default_factory=list)
+    links: dict[tuple[int, int], LinkState] = field(default_factory=dict)
+    ever_linked: set[tuple[int, int]] = field(default_factory=set)
+    caches: list[CacheState] = field(default_factory=list)
+    clock: int = 0
+    waited_ms: int = 0  # what the injected delays of this history cost so far
+
+    def tick(self) -> int:
+        """The next moment: every link made, cache made and push gets its own, in the order they happen."""
+        self.clock += 1
+        return self.clock
+
+    # ---- queries -----------------------------------------------------------------------------------------
+
+    def alive(self) -> list[NodeState]:
+        return [n for n in self.nodes if n.alive]
+
+    def live(self, node: int | None = None) -> list[CacheState]:
+        return [c for c in self.caches if not c.freed and (node is None or c.node == node)]
+
+    def freed(self, node: int | None = None) -> list[CacheState]:
+        return [c for c in self.caches if c.freed and (node is None or c.node == node)]
+
+    def usable_links(self) -> list[tuple[int, int]]:
+        """Links whose both ends are alive."""
+        return [p for p in self.links if self.nodes[p[0]].alive and self.nodes[p[1]].alive]
+
+    def unlinked_pairs(self) -> list[tuple[int, int]]:
+        """Ordered pairs of live nodes with no link between them (in that direction)."""
+        alive = [n.index for n in self.alive()]
+        return [(a, b) for a in alive for b in alive if a != b and (a, b) not in self.links]
+
+    def ids_on(self, node: int) -> set[int]:
+        """Every cache id this node ever handed out (live or freed)."""
+        return {c.cache_id for c in self.caches if c.node == node}
+
+    def sources(self, node: int) -> Iterator[CacheState]:
+        """Live caches a push may read: open to remote access (a local cache that is not is a should matter)."""
+        return (c for c in self.live(node) if c.remote_accessible)
+
+    def visibility(self, link: tuple[int, int], dst: CacheState) -> str:
+        """``valid`` when ``dst`` existed before the link was made, else the situation it was made in."""
+        state = self.links[link]
+        if dst.created < state.made:
+            return "valid"
+        if state.first_push is not None and dst.created > state.first_push:
+            return "created_after_first_push"
+        return "created_after_link"
+
+    def pushed_over(self, link: tuple[int, int]) -> None:
+        """A push went over ``link`` (whatever its outcome: a refused one may have synced the remote table too, and
+        either reading leaves the later caches' situations may-level)."""
+        state = self.links.get(link)
+        if state is not None and state.first_push is None:
+            state.first_push = self.tick()
