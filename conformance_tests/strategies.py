@@ -152,6 +152,31 @@ def reshape(draw: Any, dims: tuple[int, ...], dom: Domain) -> tuple[int, ...]:
     return dims
 
 
+def tensor_count(draw: Any, dom: Domain, min_tensors: int = 1) -> tuple[int, int]:
+    """A tensor count in the bounds and a ``tensor_num_per_layer`` dividing it into a layer count in the bounds
+    (releases without the parameter: two tensors per layer)."""
+    if dom.has_tnpl:
+        lo = max(dom.tensors[0], min_tensors)
+        total = draw(st.integers(lo, max(lo, dom.tensors[1])), label="num_tensors")
+        tnpls = [d for d in divisors(total) if dom.layers[0] <= total // d <= dom.layers[1]] or [total]
+        return total, draw(st.sampled_from(tnpls), label="tensor_num_per_layer")
+    # releases without tensor_num_per_layer: one layer is two tensors; a rule that needs n tensors gets n layers
+    return 2 * draw(st.integers(max(dom.layers[0], min_tensors), dom.layers[1]), label="layers"), 2
+
+
+@st.composite
+def cache_side(draw: Any, dom: Domain) -> tuple[Side, int]:
+    """One cache as a layout's source side is drawn (every documented DataType, a placement some transfer of the
+    domain has, a tensor count and its tensor_num_per_layer, a batch size, inner dimensions), with its
+    tensor_num_per_layer."""
+    dtype = draw(st.sampled_from(dom.data_types), label="data_type")
+    placement = draw(st.sampled_from(sorted({p for pair in dom.transfers for p in pair})), label="placement")
+    total, tnpl = tensor_count(draw, dom)
+    batch = draw(st.integers(*dom.batch), label="batch")
+    inner = draw(inner_shape(dom, batch, dom.itemsize[dtype]))
+    return Side(total, (batch, *inner), dtype, placement, False), tnpl
+
+
 @st.composite
 def layouts(draw: Any, dom: Domain, *, data_type: str | None = None, transfer: tuple[str, str] | None = None,
             dst_register: bool | None = None, min_tensors: int = 1, same_tensors: bool = False) -> Layout:
@@ -162,15 +187,7 @@ def layouts(draw: Any, dom: Domain, *, data_type: str | None = None, transfer: t
     dtype = data_type or draw(st.sampled_from(dom.data_types), label="data_type")
     itemsize = dom.itemsize[dtype]
     src_p, dst_p = transfer or draw(st.sampled_from(dom.transfers), label="transfer")
-    if dom.has_tnpl:
-        lo = max(dom.tensors[0], min_tensors)
-        total = draw(st.integers(lo, max(lo, dom.tensors[1])), label="num_tensors")
-        tnpls = [d for d in divisors(total) if dom.layers[0] <= total // d <= dom.layers[1]] or [total]
-        tnpl = draw(st.sampled_from(tnpls), label="tensor_num_per_layer")
-    else:
-        tnpl = 2
-        # releases without tensor_num_per_layer: one layer is two tensors; a rule that needs n tensors gets n layers
-        total = 2 * draw(st.integers(max(dom.layers[0], min_tensors), dom.layers[1]), label="layers")
+    total, tnpl = tensor_count(draw, dom, min_tensors)
     layers = total // tnpl
     src_batch = draw(st.integers(*dom.batch), label="src batch")
     dst_batch = draw(st.integers(*dom.batch), label="dst batch")

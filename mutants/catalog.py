@@ -34,6 +34,7 @@ class Mutant:
     targets: tuple[str, ...]
     focus: tuple[str, ...] = ()
     breaks: str = "must"   # "must" | "should": the level of every target, and so the expected verdict
+    by: str = "clauses"    # "histories": only the stateful suite may catch it (its clause tests must not)
 
 
 MUTANTS: list[Mutant] = []
@@ -52,12 +53,13 @@ class _ReleaseBackend(ReferenceBackend):
 
 
 def mutant(defect: str, targets: tuple[str, ...], focus: tuple[str, ...] | None = None,
-           breaks: str = "must", spec_versions: tuple[str, ...] | None = None) -> Any:
+           breaks: str = "must", spec_versions: tuple[str, ...] | None = None, by: str = "clauses") -> Any:
     """Register a CacheManager subclass as a mutant; the module attribute of that name becomes its backend.
-    ``spec_versions``: the releases the mutant's backend declares (default: the reference's)."""
+    ``spec_versions``: the releases the mutant's backend declares (default: the reference's); ``by``: which
+    part of the suite is to catch it (``histories``: the stateful suite alone)."""
     def register(cls: type[CacheManager]) -> ReferenceBackend:
         name = cls.__name__
-        MUTANTS.append(Mutant(name, defect, targets, focus if focus is not None else targets, breaks))
+        MUTANTS.append(Mutant(name, defect, targets, focus if focus is not None else targets, breaks, by))
         if spec_versions is not None:
             return _ReleaseBackend(name=f"mutant-{name}", cache_manager_cls=cls, spec_versions=spec_versions)
         return ReferenceBackend(name=f"mutant-{name}", cache_manager_cls=cls)   # bound to the class's name
@@ -846,3 +848,172 @@ class pushes_to_dead_peer(CacheManager):
         if link is not None and link.client is engine and engine.fabric.nodes.get(cluster_id) is link.server:
             return link   # no liveness check of the server
         return super()._resolve_link(a)
+
+
+# ---------------------------------------------------------------- defects only a history shows (issue 20)
+# Each passes every clause test (its focus names the clauses whose tests it goes through unseen) and is caught
+# by the stateful suite (procedure history), which attributes the failure to the target clause.
+
+@mutant("keeps one comm entity per node: a new link from a node replaces its other links",
+        ("push_cache.history.valid_pushes",), by="histories",
+        focus=("push_cache.history.valid_pushes", "push_cache.remote.not_linked",
+               "push_cache.remote.unlinked_after_link", "push_cache.data.postcondition"))
+class one_link_per_node(CacheManager):
+    def _resolve_link(self, a):  # type: ignore[no-untyped-def]
+        link = super()._resolve_link(a)
+        mine = [candidate for candidate in self.engine.fabric.links.values() if candidate.client is self.engine]
+        if mine and mine[-1] is not link:   # links are kept in the order they were made: the newest wins
+            raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK,
+                                     "current cluster is not linked with remote cluster")
+        return link
+
+
+@mutant("looks the remote cache up by the low 32 bits of the key's cache_id",
+        ("push_cache.remote.unknown_cache",), by="histories",
+        focus=("push_cache.remote.unknown_cache", "push_cache.remote.unknown_cache.status",
+               "push_cache.types.cache_key_by_id_and_index.domains", "push_cache.history.valid_pushes"))
+class cache_id_low_32_bits(CacheManager):
+    def _lookup_remote_cache(self, a, server):  # type: ignore[no-untyped-def]
+        cache_id = a.dst_cache_key.cache_id & 0xFFFF_FFFF
+        return server.lookup(cache_id) if cache_id > 0 else server.lookup_by_key(0, 0)
+
+
+#: pushes over one link after which the leaking mutant has no transfer slot left
+LEAKED_SLOTS = 768
+
+
+@mutant(f"leaks a transfer slot per push over a link: push {LEAKED_SLOTS + 1} over one link raises "
+        "LLM_OUT_OF_MEMORY", ("push_cache.history.valid_pushes",), by="histories",
+        focus=("push_cache.history.valid_pushes", "push_cache.data.*"))
+class leaks_transfer_slots(CacheManager):
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.used_slots: dict[Any, int] = {}
+
+    def push_cache(self, dst_cache_key, src_cache, src_batch_index=0, src_layer_range=None,  # type: ignore[no-untyped-def,override]
+                   dst_layer_range=None, size=-1, tensor_num_per_layer=2):
+        peer = getattr(dst_cache_key, "cluster_id", None)
+        used = self.used_slots.get(peer, 0)
+        if used >= LEAKED_SLOTS:
+            raise LLMException("[push_cache] failed, error code is LLMStatusCode.LLM_OUT_OF_MEMORY: no free transfer "
+                               "slot", status_code=LLMStatusCode.LLM_OUT_OF_MEMORY)
+        self.used_slots[peer] = used + 1
+        super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range, size,
+                           tensor_num_per_layer)
+
+
+@mutant("stages each source batch entry at its first push and sends the staged bytes again later: a source "
+        "rewritten between pushes arrives stale", ("push_cache.history.valid_pushes",), by="histories",
+        focus=("push_cache.history.valid_pushes", "push_cache.data.*", "push_cache.safety.*"))
+class stale_source_bytes(CacheManager):
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.staged: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def _layer_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        pairs = super()._layer_slices(a, link, local, remote, src_layer, dst_layer)
+        out = []
+        for (src, dst), (s, _) in zip(pairs, self._tensor_pairs(a, src_layer, dst_layer), strict=True):
+            key = (local.cache_id, s, a.src_batch_index)
+            if key not in self.staged:
+                self.staged[key] = src.copy()
+            out.append((self.staged[key], dst))
+        return out
+
+
+@mutant("leaves a link broken after a transfer timeout: every later push over it raises LLM_NOT_YET_LINK until "
+        "the link is made again", ("push_cache.history.valid_pushes",), by="histories",
+        focus=("push_cache.history.valid_pushes", "push_cache.timeout.*", "push_cache.config.*"))
+class link_broken_after_timeout(CacheManager):
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.broken: list[Any] = []
+
+    def _await_transfer(self, a, link, seconds):  # type: ignore[no-untyped-def]
+        try:
+            super()._await_transfer(a, link, seconds)
+        except LLMException as exc:
+            if exc.status_code == LLMStatusCode.LLM_TIMEOUT:
+                self.broken.append(link)
+            raise
+
+    def _resolve_link(self, a):  # type: ignore[no-untyped-def]
+        link = super()._resolve_link(a)
+        if any(b is link for b in self.broken):
+            raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "the link failed after a timeout")
+        return link
+
+
+@mutant("clamps llm.SyncKvCacheWaitTime to its default, 1000 ms", ("push_cache.timeout.within_budget",),
+        by="histories", focus=("push_cache.timeout.*", "push_cache.config.*", "push_cache.history.valid_pushes"))
+class clamps_sync_timeout(CacheManager):
+    def _transfer_budget_s(self, a, timeout):  # type: ignore[no-untyped-def]
+        return super()._transfer_budget_s(a, min(timeout, 1.0))
+
+
+@mutant("keeps the per-tensor copy count in 16 bits: an entry of 64 KiB or more moves its size mod 65536 bytes",
+        ("push_cache.history.valid_pushes",), by="histories",
+        focus=("push_cache.history.valid_pushes", "push_cache.data.*", "push_cache.safety.*"))
+class copy_count_16_bits(CacheManager):
+    def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
+        return super()._copy_nbytes(a, local, remote) & 0xFFFF
+
+
+@mutant("keeps tensor indices in 7 bits: in caches of more than 128 tensors, tensor t is read and written as "
+        "t mod 128", ("push_cache.history.valid_pushes",), by="histories",
+        focus=("push_cache.history.valid_pushes", "push_cache.data.*", "push_cache.restriction.layer_range.*"))
+class tensor_index_7_bits(CacheManager):
+    def _tensor_pairs(self, a, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        return [(s & 0x7F, d & 0x7F) for s, d in super()._tensor_pairs(a, src_layer, dst_layer)]
+
+
+_FLOAT_WORDS = {DataType.DT_FLOAT: np.uint32, DataType.DT_DOUBLE: np.uint64}
+
+
+@mutant("copies DT_FLOAT and DT_DOUBLE values, not bytes, through a zero test: -0.0 arrives as +0.0",
+        ("push_cache.history.valid_pushes",), by="histories",
+        focus=("push_cache.history.valid_pushes", "push_cache.data.*"))
+class canonical_negative_zero(CacheManager):
+    def _transfer_layer(self, a, link, remote, pairs):  # type: ignore[no-untyped-def]
+        super()._transfer_layer(a, link, remote, pairs)
+        word = _FLOAT_WORDS.get(a.src_cache.cache_desc.data_type)
+        if word is None:
+            return
+        sign = word(1) << word(8 * np.dtype(word).itemsize - 1)
+        for _, dst in pairs:
+            values = dst.view(word)
+            values[values == sign] = 0
+
+
+@mutant("assumes registered tensors are evenly spaced: tensor t is taken at tensor_addrs[0] + t * "
+        "(tensor_addrs[1] - tensor_addrs[0])", ("push_cache.history.valid_pushes",), by="histories",
+        focus=("push_cache.history.valid_pushes", "push_cache.data.*", "push_cache.safety.*"))
+class assumes_even_spacing(CacheManager):
+    def register_cache(self, cache_desc, addrs, cache_keys=(), remote_accessible=None):  # type: ignore[no-untyped-def]
+        cache = super().register_cache(cache_desc, addrs, cache_keys, remote_accessible)
+        entry = self.engine.lookup(cache.cache_id)
+        if entry is not None and len(addrs) > 1:
+            step, n = addrs[1] - addrs[0], entry.tensor_nbytes
+            space = self.engine.memory.space(entry.placement)
+            views = []
+            for t in range(len(addrs)):
+                try:
+                    view = space.view_upto(addrs[0] + t * step, n)
+                except AddressError:
+                    view = np.empty(0, dtype=np.uint8)
+                views.append(view if view.size == n else np.empty(n, dtype=np.uint8))  # past the memory: nowhere
+            entry.views = views
+        return cache
+
+
+@mutant("pushes from a source cache this node has freed: its freed memory is read into the remote cache",
+        ("push_cache.safety.deallocated_source",), by="histories",
+        focus=("push_cache.safety.*", "push_cache.param.src_cache.*"))
+class pushes_from_freed_source(CacheManager):
+    def _resolve_local_cache(self, a):  # type: ignore[no-untyped-def]
+        engine, src = self.engine, a.src_cache
+        if engine.alive and getattr(src, "_cache_manager", None) is self and src.cache_id not in engine.caches:
+            freed = engine.dead_caches.get(src.cache_id)
+            if freed is not None:
+                return freed
+        return super()._resolve_local_cache(a)

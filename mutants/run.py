@@ -4,13 +4,16 @@ Each mutant is certified in its own ``python -m conformance_tests certify`` proc
 backend would be. Its ``targets`` are exact clause IDs, all of the level its ``breaks`` names. A ``must`` mutant
 is *killed* when the verdict is NOT CERTIFIED and at least one target (a blocking ``must`` clause) failed; a
 ``should`` (compatibility) mutant is killed when at least one target is reported incompatible. The run fails
-when a mutant survives: no clause caught it, or only clauses other than its targets did. The matrix is printed
-and written as JSON beside the reports.
+when a mutant survives: no clause caught it, or only clauses other than its targets did. The matrix shows which
+part of the suite killed each mutant: the clause tests, or the stateful suite (tests of a ``history``
+procedure); a mutant of ``by="histories"`` counts as killed only when the histories alone caught it (its focus
+names the clause tests it goes through unseen). The matrix is printed and written as JSON beside the reports.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import subprocess
@@ -26,6 +29,9 @@ from mutants.catalog import MUTANTS, Mutant
 
 CAUGHT = {"failed", "incompatible"}
 LEVELS = ("must", "should")
+#: the parts of the suite that kill mutants: the clause tests, and the stateful suite (procedure history)
+PARTS = ("clauses", "histories")
+HISTORY_PROCEDURE = "history"
 # the clause outcome that counts as a kill, by the level the mutant breaks (a should clause never "fails")
 KILLING_OUTCOME = {"must": "failed", "should": "incompatible"}
 
@@ -39,7 +45,9 @@ class Result:
     verdict: str
     caught_by: list[str] = field(default_factory=list)
     caught_by_target: list[str] = field(default_factory=list)
-    status: str = "survived"   # killed | survived | unrelated | error
+    killed_by: list[str] = field(default_factory=list)   # the parts whose tests failed a target: clauses, histories
+    by: str = "clauses"
+    status: str = "survived"   # killed | survived | unrelated | not_only_histories | error
     seconds: float = 0.0
     detail: str = ""
 
@@ -53,9 +61,14 @@ def catalog_problems(mutants: list[Mutant], levels: dict[str, str]) -> list[str]
             problems.append(f"{m.name}: breaks={m.breaks!r}, expected one of {LEVELS}")
         if not m.targets:
             problems.append(f"{m.name}: no targets")
-        for t in (*m.targets, *m.focus):
+        for t in m.targets:
             if t not in levels:
                 problems.append(f"{m.name}: {t!r} is not a clause ID of the spec (targets are exact IDs, no globs)")
+        for f in m.focus:
+            if not any(fnmatch.fnmatchcase(cid, f) for cid in levels):
+                problems.append(f"{m.name}: focus {f!r} matches no clause ID of the spec")
+        if m.by not in PARTS:
+            problems.append(f"{m.name}: by={m.by!r}, expected one of {PARTS}")
         for t in m.targets:
             if t in levels and levels[t] != m.breaks:
                 problems.append(f"{m.name}: target {t} is a {levels[t]} clause, the mutant breaks {m.breaks}")
@@ -69,29 +82,56 @@ def certify(mutant: Mutant, out_dir: Path, extra: list[str]) -> Result:
             "--report-dir", str(report_dir), "-q", "--no-header", "-p", "no:warnings", *extra]
     if mutant.focus:
         argv += ["--clauses", ",".join(mutant.focus)]
+        if mutant.by == "clauses":
+            argv += ["-k", "not test_history"]   # a clause mutant's kill is its clause tests'; histories cost time
     started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     result = Result(mutant.name, mutant.defect, list(mutant.targets), mutant.breaks, verdict="?",
-                    seconds=round(time.monotonic() - started, 1))
+                    seconds=round(time.monotonic() - started, 1), by=mutant.by)
     report_path = report_dir / "report.json"
     if not report_path.exists():
         result.status = "error"
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
         result.detail = f"no report (exit {proc.returncode}): " + " | ".join(tail)
         return result
-    judge(mutant, json.loads(report_path.read_text()), result)
+    judge(mutant, json.loads(report_path.read_text()), result,
+          {c.id: c.procedure.name for c in load_spec().clauses})
     return result
 
 
-def judge(mutant: Mutant, report: dict[str, Any], result: Result) -> None:
-    """Fill in ``result``'s verdict, catches and status from a certification report of ``mutant``."""
+def part_of(test: dict[str, Any], procedures: dict[str, str]) -> str:
+    """Which part of the suite a report row's test belongs to: its clause's procedure says."""
+    clause = (test.get("params") or {}).get("clause")
+    return "histories" if procedures.get(str(clause)) == HISTORY_PROCEDURE else "clauses"
+
+
+def killing_parts(mutant: Mutant, report: dict[str, Any], procedures: dict[str, str]) -> list[str]:
+    """The parts whose tests failed (or found incompatible) one of the mutant's targets."""
+    parts = set()
+    for test in report["tests"]:
+        if test["outcome"] not in CAUGHT:
+            continue
+        blamed = test.get("failed_clauses") or test["clauses"]
+        if any(t in blamed for t in mutant.targets):
+            parts.add(part_of(test, procedures))
+    return sorted(parts)
+
+
+def judge(mutant: Mutant, report: dict[str, Any], result: Result, procedures: dict[str, str] | None = None) -> None:
+    """Fill in ``result``'s verdict, catches and status from a certification report of ``mutant``
+    (``procedures``: clause ID -> procedure name, to tell the histories' tests from the clause tests)."""
     result.verdict = report["verdict"]["label"]
     result.caught_by = sorted(c["id"] for c in report["clauses"] if c["outcome"] in CAUGHT)
     outcomes = {c["id"]: c["outcome"] for c in report["clauses"]}
     killing = KILLING_OUTCOME[mutant.breaks]
     result.caught_by_target = [t for t in mutant.targets if outcomes.get(t) == killing]
+    result.killed_by = killing_parts(mutant, report, procedures or {})
     blocked = result.verdict.startswith("NOT CERTIFIED")
-    if result.caught_by_target and (mutant.breaks == "should" or blocked):
+    if result.caught_by_target and mutant.by == "histories" and result.killed_by != ["histories"]:
+        result.status = "not_only_histories"
+        result.detail = (f"killed by {' and '.join(result.killed_by)}: a clause test catches it, so it shows "
+                         "nothing the histories add")
+    elif result.caught_by_target and (mutant.breaks == "should" or blocked):
         result.status = "killed"
     elif result.caught_by_target:   # a must target failed, yet certified (e.g. an expectations file waived it)
         result.status = "survived"
@@ -106,15 +146,16 @@ def judge(mutant: Mutant, report: dict[str, Any], result: Result) -> None:
 
 def print_matrix(results: list[Result]) -> None:
     width = max(len(r.name) for r in results)
-    print(f"\n{'mutant'.ljust(width)}  {'breaks':6} {'status':9} {'verdict':15} {'s':>6}  "
+    print(f"\n{'mutant'.ljust(width)}  {'breaks':6} {'status':9} {'killed by':17} {'verdict':15} {'s':>6}  "
           "caught by (target clauses first)")
     for r in results:
         others = [c for c in r.caught_by if c not in r.caught_by_target]
         shown = r.caught_by_target + ([f"+ {len(others)} other"] if others else [])
-        print(f"{r.name.ljust(width)}  {r.breaks:6} {r.status:9} {r.verdict:15} {r.seconds:6.1f}  "
-              f"{', '.join(shown) or r.detail}")
+        print(f"{r.name.ljust(width)}  {r.breaks:6} {r.status:9} {'+'.join(r.killed_by) or '-':17} "
+              f"{r.verdict:15} {r.seconds:6.1f}  {', '.join(shown) or r.detail}")
     killed = sum(r.status == "killed" for r in results)
-    print(f"\n{killed}/{len(results)} mutants killed; "
+    only = sum(r.status == "killed" and r.killed_by == ["histories"] for r in results)
+    print(f"\n{killed}/{len(results)} mutants killed ({only} by the histories alone); "
           f"{sum(len(r.caught_by) for r in results)} clause failures in all")
 
 
@@ -136,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: bad mutant catalog: " + "; ".join(problems), file=sys.stderr)
         return 2
     if not args.focus:
-        chosen = [Mutant(m.name, m.defect, m.targets, focus=(), breaks=m.breaks) for m in chosen]
+        chosen = [Mutant(m.name, m.defect, m.targets, focus=(), breaks=m.breaks, by=m.by) for m in chosen]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

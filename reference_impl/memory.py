@@ -8,6 +8,7 @@ neighbouring allocation.
 from __future__ import annotations
 
 import bisect
+import mmap
 import threading
 from dataclasses import dataclass
 
@@ -20,6 +21,18 @@ HOST_BASE = 0x7000_0000_0000
 NODE_SPAN = 0x0010_0000_0000  # 64 GiB of address space per node and placement
 SEGMENT_ALIGN = 1 << 21  # 2 MiB, like HCCS-registered device memory
 SEGMENT_GAP = 1 << 16
+
+
+#: segments from this size on are anonymous mappings: zero pages the kernel maps on first touch
+MAPPED_FROM = 1 << 20
+
+
+def _zeroed(nbytes: int) -> np.ndarray:
+    """``nbytes`` zero bytes.  A large one is an anonymous mapping, so a pool costs nothing until its pages are
+    used (np.zeros of a size the allocator recycles from its heap is a memset of all of it)."""
+    if nbytes < MAPPED_FROM:
+        return np.zeros(nbytes, dtype=np.uint8)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=np.uint8)
 
 
 class AddressError(ValueError):
@@ -56,7 +69,7 @@ class MemorySpace:
             end = base + nbytes
             if end > self.limit:
                 raise AddressError(f"{self.placement.name} address space exhausted")
-            seg = Segment(base, np.zeros(nbytes, dtype=np.uint8))
+            seg = Segment(base, _zeroed(nbytes))
             self._next = -(-(end + SEGMENT_GAP) // SEGMENT_ALIGN) * SEGMENT_ALIGN
             self._bases = self._bases + (base,)
             self._segments = self._segments + (seg,)

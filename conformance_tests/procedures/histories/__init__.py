@@ -93,7 +93,8 @@ def run_history(run: RunContext, clause: Clause, item: Item) -> None:
         pytest.skip(f"not supported: max_cache_bytes ({max_bytes}) holds no model layout of the spec")
     profile = _profile()
     scale = min(1.0, profile.max_examples / CERTIFY_EXAMPLES)
-    h = HistoryRun(run, clause, stream, hist, dom, situations(run), invalid_rules(run),
+    judged = {n: c for n, c in situations(run).items() if stream.situations is None or n in stream.situations}
+    h = HistoryRun(run, clause, stream, hist, dom, judged, invalid_rules(run) if stream.situations is None else (),
                    tuple(schema_enum("node", "role")), int(stream.pushes * scale), max_bytes)
     machine: Any = machine_for(h)
     if profile.derandomize:

@@ -91,14 +91,15 @@ def fresh_desc(draw: Any, spec: Spec, dom: strategies.Domain, stream: HistoryStr
         model = draw(st.sampled_from(models), label="model")
         placement = draw(st.sampled_from(sorted({p for pair in dom.transfers for p in pair})), label="placement")
         return CacheSpec(model.num_tensors, model.shape, model.data_type, placement), model.tensors_per_layer
-    lay = draw(strategies.layouts(dom), label="layout")
-    return CacheSpec(lay.src.num_tensors, lay.src.shape, lay.src.data_type, lay.src.placement), lay.tnpl
+    side, tnpl = draw(strategies.cache_side(dom), label="cache")
+    return side.desc(), tnpl
 
 
-def mirror_desc(draw: Any, src: CacheState, tnpl: int, dom: strategies.Domain, stream: HistoryStream) -> CacheSpec:
+def mirror_desc(draw: Any, src: CacheState, tnpl: int, dom: strategies.Domain, stream: HistoryStream, *,
+                same_tensors: bool = False) -> CacheSpec:
     """A destination for ``src``: the same DataType and bytes per batch entry, its own batch count and shape,
-    layers of ``tnpl`` tensors (as many as the source's, or more), a placement the transfer table pairs with the
-    source's at must level."""
+    layers of ``tnpl`` tensors (as many as the source's, or more unless ``same_tensors``), a placement the
+    transfer table pairs with the source's at must level."""
     info = src.info
     placements = sorted({d for s, d in dom.transfers if s == info.placement}) or [info.placement]
     placement = draw(st.sampled_from(placements), label="dst placement")
@@ -107,7 +108,7 @@ def mirror_desc(draw: Any, src: CacheState, tnpl: int, dom: strategies.Domain, s
     inner = tuple(info.shape[1:])
     reshaped = strategies.reshape(draw, inner, dom) if inner else inner
     batch = draw(st.integers(*dom.batch), label="dst batch")
-    extra = draw(st.sampled_from([0, 0, 1, 2]), label="extra dst layers")
+    extra = 0 if same_tensors else draw(st.sampled_from([0, 0, 1, 2]), label="extra dst layers")
     return CacheSpec(info.num_tensors + extra * tnpl, (batch, *reshaped), info.data_type, placement)
 
 

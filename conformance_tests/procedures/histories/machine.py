@@ -23,7 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from ... import strategies, violations
 from ...judging import effect_problems, fail, outcome_problem
 from ...observation import Observation
-from ...spec import CacheSpec
+from ...spec import CacheSpec, Clause
 from ...spec.expect import envelope
 from ...testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
@@ -37,6 +37,8 @@ from .world import CacheState, LinkState, NodeState, World
 BARRIER_S = 10
 #: margins around sync_kv_timeout that keep a delayed push clear of it on either side
 WITHIN, BEYOND = 0.5, 1.5
+#: live caches from which a valid push prefers the caches there are to new ones (each check reads them all)
+MAX_LIVE_CACHES = 8
 
 Builder = Callable[["HistoryMachine", Any], bool]
 #: situation (schema enum history_situation) -> how a step makes a push in it; False when it cannot now
@@ -67,6 +69,12 @@ class HistoryMachine(RuleBasedStateMachine):
         self.h.run.counters.histories += 1
         self.steps = 0
         self.can_unregister = False
+        #: the situations this history's pushes go through in turn, and the (clause, rule) pairs its broken pushes
+        #: go through in turn (each from a drawn start): every history reaches each of them
+        self.situations = [n for n in SITUATIONS if n in self.h.situations]
+        self.turn = 0
+        self.broken = {f"{c.id}: {r}": (c, r) for c, r in self.h.invalid}
+        self.broken_turn = 0
 
     def teardown(self) -> None:
         self.bed.close()
@@ -176,18 +184,22 @@ class HistoryMachine(RuleBasedStateMachine):
             out += [(link, s, d) for s in srcs for d in dsts if self.tnpls(s, d)]
         return out
 
-    def valid_plan(self, data: Any, *, min_layers: int = 1, link: tuple[int, int] | None = None) -> Plan | None:
+    def valid_plan(self, data: Any, *, min_layers: int = 1, link: tuple[int, int] | None = None,
+                   same_tensors: bool = False) -> Plan | None:
         """A push valid in every respect over a usable link: between existing caches, or into a destination made
         for an existing source, or from a new source into a new destination; a link that does not see the
-        destination yet is made again first (the documentation asks for memory before the link)."""
+        destination yet is made again first (the documentation asks for memory before the link).
+        ``same_tensors``: source and destination hold as many tensors (what a generate rule starts from)."""
         w, h = self.world, self.h
         links = [link] if link is not None else w.usable_links()
         links = [p for p in links if p in w.links and w.nodes[p[0]].alive and w.nodes[p[1]].alive]
         if not links:
             return None
-        found = self.pairs(links)
+        found = [f for f in self.pairs(links) if not same_tensors or f[1].num_tensors == f[2].num_tensors]
         sources = [(p, s) for p in links for s in w.sources(p[0])]
-        ways = (["existing"] if found else []) + (["new destination"] if sources else []) + ["new source"]
+        crowded = len(w.live()) >= MAX_LIVE_CACHES and found
+        ways = ((["existing"] * 3 if found else []) + (["new destination"] if sources and not crowded else [])
+                + (["new source"] if not crowded else []))
         way = data.draw(st.sampled_from(ways), label="push between")
         if way != "existing":
             if way == "new source":
@@ -201,8 +213,8 @@ class HistoryMachine(RuleBasedStateMachine):
                 p, src = data.draw(st.sampled_from(sources), label="source")
             tnpl = data.draw(st.sampled_from(divisors(src.num_tensors) if h.has_tnpl else [h.run.default_tnpl]),
                              label="layers of")
-            dst = self.make(data, w.nodes[p[1]], draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream),
-                            accessible=True)
+            dst = self.make(data, w.nodes[p[1]], draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream,
+                                                                   same_tensors=same_tensors), accessible=True)
             if dst is None:
                 return None
             found = [(p, src, dst)] if self.tnpls(src, dst) else []
@@ -256,6 +268,10 @@ class HistoryMachine(RuleBasedStateMachine):
                if src else None)
         self.link(client, server)
         still(h, self.bed, label)
+        if self.situations:
+            self.turn = data.draw(st.integers(0, len(self.situations) - 1), label="first situation")
+        if self.broken:
+            self.broken_turn = data.draw(st.integers(0, len(self.broken) - 1), label="first broken push")
         if h.long_run and src is not None and dst is not None and self.can("valid"):
             plan = self.plan(data, client, server, src, dst)
             if plan is not None:
@@ -291,6 +307,7 @@ class HistoryMachine(RuleBasedStateMachine):
         label = self.step(f"{op} {w.nodes[a].name} -> {w.nodes[b].name}")
         (self.link if op == "link" else self.unlink)(w.nodes[a], w.nodes[b])
         still(self.h, self.bed, label)
+        self.then_push(data)
 
     def freeable(self) -> list[CacheState]:
         return [c for c in self.world.live() if self.world.nodes[c.node].alive
@@ -312,6 +329,7 @@ class HistoryMachine(RuleBasedStateMachine):
         op = data.draw(st.sampled_from(ops), label="lifecycle")
         if op == "make":
             self.make_cache(data)
+            self.then_push(data)
             return
         cache = data.draw(st.sampled_from({"free": self.freeable, "free again": self.freed_again,
                                            "rewrite": self.rewritable}[op]()), label=op)
@@ -325,6 +343,7 @@ class HistoryMachine(RuleBasedStateMachine):
             desc = CacheSpec(cache.num_tensors, tuple(cache.info.shape), cache.info.data_type, cache.info.placement)
             self.bed.fill_with(cache.info, draws.content_code(data.draw, self.h.run.spec, desc, cache.info.nbytes))
         still(self.h, self.bed, label)
+        self.then_push(data)
 
     def make_cache(self, data: Any) -> None:
         h, w = self.h, self.world
@@ -340,28 +359,43 @@ class HistoryMachine(RuleBasedStateMachine):
         self.make(data, node, desc)
         still(h, self.bed, label)
 
-    @precondition(lambda self: bool(self.world.usable_links()))
-    @rule(data=st.data())
-    def push(self, data: Any) -> None:
-        """A push in any situation the spec declares (valid included), valid in every other respect; after a
-        refusal, a timeout or a fault, valid pushes over the same link and another."""
-        names = [n for n in SITUATIONS if n in self.h.situations]
-        name = data.draw(st.sampled_from(names), label="situation")
-        label = self.step(f"push: {name}")
+    def then_push(self, data: Any) -> None:
+        """After another operation, most often a push in the next situation."""
+        if self.world.usable_links() and data.draw(st.sampled_from([True, True, False]), label="then a push"):
+            self.push_in_turn(data)
+
+    def push_in_turn(self, data: Any) -> None:
+        """A push in the next situation of this history's turn, valid in every other respect; after a refusal,
+        a timeout or a fault, valid pushes over the same link and another."""
+        if not self.situations:
+            return
+        name = self.situations[self.turn % len(self.situations)]
+        self.turn += 1
+        self.bed.rec.comment(f"push: {name}")
         if not SITUATIONS[name](self, data) and self.can("valid"):
             plan = self.valid_plan(data)  # that situation cannot arise now: a valid push instead
             if plan is not None:
-                self.push_valid(plan, label)
+                self.push_valid(plan, self.label(f"valid, in place of {name}"))
 
-    @precondition(lambda self: bool(self.h.invalid) and bool(self.world.usable_links()))
+    @precondition(lambda self: bool(self.world.usable_links()))
     @rule(data=st.data())
-    def push_invalid(self, data: Any) -> None:
+    def push(self, data: Any) -> None:
+        """A push in the next situation (each one the spec declares, valid included, in turn), then a push
+        broken by the next generate rule of a must or may clause."""
+        self.step("push")
+        self.push_in_turn(data)
+        if self.broken and self.world.usable_links():
+            key = list(self.broken)[self.broken_turn % len(self.broken)]
+            self.broken_turn += 1
+            self.push_broken(data, *self.broken[key])
+
+    def push_broken(self, data: Any, clause: Clause, rule_name: str) -> None:
         """A push broken by one generate rule of a clause, on a side the rule names, valid in every other respect:
         judged by that clause's expect; then valid pushes."""
         h = self.h
-        clause, rule_name = data.draw(st.sampled_from(list(h.invalid)), label="broken by")
-        label = self.step(f"push broken by {rule_name} ({clause.id})")
-        plan = self.valid_plan(data)
+        label = self.label(f"broken by {rule_name} ({clause.id})")
+        self.bed.rec.comment(f"push broken by {rule_name} ({clause.id})")
+        plan = self.valid_plan(data, same_tensors=True)  # a generate rule breaks a layout of equal tensor counts
         if plan is None or plan.src.num_tensors < violations.RULES[rule_name].min_tensors or plan.dst is None:
             return
         gen = clause.generate
@@ -552,15 +586,34 @@ def _unknown(m: HistoryMachine, data: Any) -> bool:
     return True
 
 
+def _freed_plan(m: HistoryMachine, data: Any, which: str) -> Plan | None:
+    """A push from (``which`` = "src") or into ("dst") a freed cache: between caches freed earlier, or a valid
+    push whose cache is freed now (a cache freed between two pushes)."""
+    w = m.world
+    found = m.pairs(w.usable_links(), freed_src=which == "src", freed_dst=which == "dst")
+    found = [f for f in found if w.visibility(f[0], f[2]) == "valid" or which == "dst"]
+    if found and data.draw(st.booleans(), label=f"a {which} freed earlier"):
+        p, src, dst = data.draw(st.sampled_from(found), label="push")
+        return m.plan(data, w.nodes[p[0]], w.nodes[p[1]], src, dst)
+    plan = m.valid_plan(data)
+    if plan is None or plan.dst is None:
+        return None
+    m.push_valid(plan, m.label(f"valid, before its {which} is freed"))
+    cache = plan.src if which == "src" else plan.dst
+    if cache.registered and not m.can_unregister:
+        return None
+    m.bed.free(cache.name, registered=cache.registered)
+    cache.freed = True
+    still(m.h, m.bed, m.label(f"free {cache.name}"))
+    return plan
+
+
 @situation("freed_destination")
 def _freed_destination(m: HistoryMachine, data: Any) -> bool:
-    found = m.pairs(m.world.usable_links(), freed_dst=True)
-    if not found:
-        return False
-    p, src, dst = data.draw(st.sampled_from(found), label="push")
-    plan = m.plan(data, m.world.nodes[p[0]], m.world.nodes[p[1]], src, dst)
+    plan = _freed_plan(m, data, "dst")
     if plan is None:
         return False
+    p = plan.link
     judge_push(m.h, m.bed, m.world, plan, m.h.situations["freed_destination"], None, m.label("freed_destination"))
     m.recover(data, p, m.label("freed_destination"))
     return True
@@ -568,13 +621,10 @@ def _freed_destination(m: HistoryMachine, data: Any) -> bool:
 
 @situation("freed_source")
 def _freed_source(m: HistoryMachine, data: Any) -> bool:
-    found = [f for f in m.pairs(m.world.usable_links(), freed_src=True) if m.world.visibility(f[0], f[2]) == "valid"]
-    if not found:
-        return False
-    p, src, dst = data.draw(st.sampled_from(found), label="push")
-    plan = m.plan(data, m.world.nodes[p[0]], m.world.nodes[p[1]], src, dst)
+    plan = _freed_plan(m, data, "src")
     if plan is None:
         return False
+    p = plan.link
     judge_push(m.h, m.bed, m.world, plan, m.h.situations["freed_source"], None, m.label("freed_source"))
     m.recover(data, p, m.label("freed_source"))
     return True

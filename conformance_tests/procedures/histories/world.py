@@ -14,15 +14,18 @@ from dataclasses import dataclass, field
 from ...testbed import CacheInfo
 
 
-@dataclass
 class NodeState:
-    index: int
-    name: str  # its name in the call log: n0, n1, ...
-    cluster_id: int
-    role: str
-    timeout_ms: int  # llm.SyncKvCacheWaitTime
-    options: dict[str, str]
-    alive: bool = True  # False once a kill_node fault hit it (its memory can no longer be observed)
+    """One node of the history (a plain class: a history prints it as its short form)."""
+
+    def __init__(self, index: int, name: str, cluster_id: int, role: str, timeout_ms: int,
+                 options: dict[str, str]) -> None:
+        self.index = index
+        self.name = name  # its name in the call log: n0, n1, ...
+        self.cluster_id = cluster_id
+        self.role = role
+        self.timeout_ms = timeout_ms  # llm.SyncKvCacheWaitTime
+        self.options = options
+        self.alive = True  # False once a kill_node fault hit it (its memory can no longer be observed)
 
     def __repr__(self) -> str:
         return f"{self.name}(cluster {self.cluster_id}, {self.role}, {self.timeout_ms} ms)"
@@ -34,15 +37,18 @@ class LinkState:
     first_push: int | None = None  # the moment of the first push over it
 
 
-@dataclass
 class CacheState:
-    info: CacheInfo
-    node: int
-    created: int  # the moment (World.tick) it was made
-    registered: bool
-    remote_accessible: bool
-    cache_id: int
-    freed: bool = False
+    """One cache the history made, live or freed."""
+
+    def __init__(self, info: CacheInfo, node: int, created: int, registered: bool, remote_accessible: bool,
+                 cache_id: int) -> None:
+        self.info = info
+        self.node = node
+        self.created = created  # the moment (World.tick) it was made
+        self.registered = registered
+        self.remote_accessible = remote_accessible
+        self.cache_id = cache_id
+        self.freed = False
 
     def __repr__(self) -> str:
         return f"{self.name}(n{self.node}, {self.num_tensors}x{list(self.info.shape)} {self.info.data_type})"
