@@ -21,6 +21,7 @@ class Observation:
         self.tb, self.call, self.outcome = tb, call, outcome
         self._after: dict[str, list[np.ndarray]] = {}
         self._transfer: Any = ...
+        self._expected: dict[bool, list[np.ndarray]] = {}
 
     def after(self, name: str) -> list[np.ndarray]:
         if name not in self._after:
@@ -44,8 +45,10 @@ class Observation:
         assert tb.src is not None and tb.dst is not None
         if self.transfer is None:
             return tb.dst_before
-        return oracle.expected_destination(tb.src_data, tb.dst_before, self.transfer, tb.src.layout, tb.dst.layout,
-                                           prefix=prefix)
+        if prefix not in self._expected:
+            self._expected[prefix] = oracle.expected_destination(tb.src_data, tb.dst_before, self.transfer,
+                                                                 tb.src.layout, tb.dst.layout, prefix=prefix)
+        return self._expected[prefix]
 
     def unchanged(self, *, skip: tuple[str, ...] = ()) -> list[str]:
         """Live caches (except ``skip``) that changed, guard bands that changed, freed regions that changed."""

@@ -108,7 +108,7 @@ def part_of(test: dict[str, Any], procedures: dict[str, str]) -> str:
 def killing_parts(mutant: Mutant, report: dict[str, Any], procedures: dict[str, str]) -> list[str]:
     """The parts whose tests failed (or found incompatible) one of the mutant's targets."""
     parts = set()
-    for test in report["tests"]:
+    for test in report.get("tests") or ():
         if test["outcome"] not in CAUGHT:
             continue
         blamed = test.get("failed_clauses") or test["clauses"]

@@ -369,6 +369,7 @@ class HistoryStream:
     wait_ms: int = 0
     bytes: int | None = None
     situations: tuple[str, ...] | None = None  # the situations its pushes are drawn in (None: every one)
+    shrink: bool = True  # whether a failing history is shrunk
 
 
 @dataclass(frozen=True)

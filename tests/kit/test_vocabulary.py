@@ -9,6 +9,7 @@ import json
 import pytest
 
 from conformance_tests import observation, procedures, violations
+from conformance_tests.procedures.histories import SITUATIONS
 from conformance_tests.spec import LEVELS, default_schema_path, load_spec
 from conformance_tests.spec.expect import check_names
 
@@ -22,7 +23,8 @@ SCHEMA = json.loads(default_schema_path().read_text(encoding="utf-8"))["$defs"]
     (SCHEMA["steps"]["items"]["enum"], procedures.STEPS),
     (SCHEMA["violation_rule"]["enum"], violations.RULES),
     (SCHEMA["clause"]["properties"]["level"]["enum"], dict.fromkeys(LEVELS)),
-], ids=["post", "writes", "procedure", "steps", "rules", "levels"])
+    (SCHEMA["history_situation"]["enum"], SITUATIONS),
+], ids=["post", "writes", "procedure", "steps", "rules", "levels", "situations"])
 def test_schema_enum_equals_registry(enum, registry):
     assert sorted(enum) == sorted(registry)
 

@@ -207,3 +207,31 @@ def test_builder_does_not_mutate_inputs(kit):
     before = repr((rows, clauses, kit.HEADER))
     build_report(kit.HEADER, rows, clauses, {})
     assert repr((rows, clauses, kit.HEADER)) == before
+
+
+def test_a_test_that_names_the_clauses_it_failed_fails_only_those(kit):
+    """A history checks many clauses and breaks one: the report attributes its failure to that one."""
+    history = kit.row("push_cache.data.bytes_equal", "serving", "failed", "must",
+                      message="clause push_cache.remote.unknown_cache [history step 3]",
+                      failed_clauses=["push_cache.remote.unknown_cache"])
+    history["clauses"] = ["push_cache.data.bytes_equal", "push_cache.remote.unknown_cache",
+                          "push_cache.safety.guard_bytes"]
+    rows = [kit.row(c["id"], "ok", "passed", c["level"]) for c in kit.CLAUSES] + [history]
+    report = kit.make_report(rows)
+    outcomes = {c["id"]: c["outcome"] for c in report["clauses"]}
+    assert outcomes["push_cache.remote.unknown_cache"] == "failed"
+    assert outcomes["push_cache.data.bytes_equal"] == "passed"
+    assert outcomes["push_cache.safety.guard_bytes"] == "passed"
+    assert report["verdict"]["blocking"] == ["push_cache.remote.unknown_cache"]
+    row = next(t for t in report["tests"] if t.get("failed_clauses"))
+    assert row["failed_clauses"] == ["push_cache.remote.unknown_cache"]
+    validate_report(report)
+
+
+def test_a_failed_clause_of_another_level_is_judged_at_its_own(kit):
+    history = kit.row("push_cache.data.bytes_equal", "serving", "failed", "must",
+                      failed_clauses=["push_cache.order.tensor_order"])
+    history["clauses"] = ["push_cache.data.bytes_equal", "push_cache.order.tensor_order"]
+    report = kit.make_report([history])
+    outcomes = {c["id"]: c["outcome"] for c in report["clauses"]}
+    assert outcomes == {**outcomes, "push_cache.order.tensor_order": "failed", "push_cache.data.bytes_equal": "passed"}

@@ -12,10 +12,12 @@ clauses are covered by it; a failure names the one clause whose promise broke (`
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, seed, settings
+from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from ... import strategies
@@ -35,6 +37,26 @@ __all__ = ["SITUATIONS"]
 
 #: a history's time bound (the pytest-timeout of its test grows by this much per history)
 SECONDS_PER_HISTORY = 30
+#: how long hypothesis may shrink a failing history: a replay costs from a tenth of a second to seconds, and
+#: hypothesis's own bound is five minutes (it has no setting for it: the bound is its engine's constant, lowered
+#: for the run and restored after it)
+SHRINK_SECONDS = 60
+
+
+@contextlib.contextmanager
+def shrinking_within(seconds: float) -> Iterator[None]:
+    """Hypothesis stops shrinking after ``seconds`` (where its engine has the bound; otherwise its own)."""
+    from hypothesis.internal.conjecture import engine
+
+    previous = getattr(engine, "MAX_SHRINKING_SECONDS", None)
+    if not isinstance(previous, int | float):
+        yield
+        return
+    engine.MAX_SHRINKING_SECONDS = min(previous, seconds)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = previous
 #: the levels whose promises histories judge (a should clause's exact status is a compatibility matter)
 JUDGED = (Level.MUST, Level.MAY)
 
@@ -99,6 +121,8 @@ def run_history(run: RunContext, clause: Clause, item: Item) -> None:
     machine: Any = machine_for(h)
     if profile.derandomize:
         machine = seed(stream_seed(clause.id, item.key))(machine)
-    run_state_machine_as_test(machine, settings=settings(
-        profile, max_examples=item.examples, stateful_step_count=stream.steps, report_multiple_bugs=False,
-        suppress_health_check=list(HealthCheck)))
+    phases = [p for p in profile.phases if stream.shrink or p is not Phase.shrink]
+    with shrinking_within(SHRINK_SECONDS):
+        run_state_machine_as_test(machine, settings=settings(
+            profile, max_examples=item.examples, stateful_step_count=stream.steps, report_multiple_bugs=False,
+            suppress_health_check=list(HealthCheck), phases=phases))

@@ -20,6 +20,11 @@ from ...testbed import GUARD, CacheInfo, Call, Freed, Outcome, Testbed
 from ...values import Value
 from .world import NodeState
 
+#: caches holding more than this are read in windows (each tensor's ends, both edges of every batch entry, and
+#: sampled windows); a window that disagrees with the model, a full read
+WINDOWED_BYTES = 16 << 20
+WINDOW = 64
+SAMPLED_WINDOWS = 4
 #: how a repro script reads a cache's tensors (defined at its top)
 SNAP = ("def snap(node, cache):",
         "    return [np.asarray(node.read_tensor(cache, t)).ravel() for t in range(len(cache.tensor_addrs))]")
@@ -32,6 +37,11 @@ class HistoryBed(Testbed):
         super().__init__(run, run.spec.scenario, minimal=True, title=label)
         self.nodes: dict[str, Any] = {}
         self.next_cache = 0
+        #: per cache, the states the call being judged may leave it in besides its model bytes (the oracle's)
+        self.candidates: dict[str, list[list[np.ndarray]]] = {}
+        #: caches whose last windowed read matched no state the model knows (read in full when judged right)
+        self.inexact: set[str] = set()
+        self.reads = 0  # windowed reads so far: each samples other windows, the same in every replay
 
     # ---- the cluster -------------------------------------------------------------------------------------
 
@@ -47,6 +57,17 @@ class HistoryBed(Testbed):
 
     def node(self, node_name: str) -> Any:
         return self.nodes[node_name]
+
+    def forget(self) -> None:
+        """Drop every byte and every backend object the history holds, once its cluster is closed (its call log
+        stays: it is the reproduction)."""
+        self.before.clear()
+        self.candidates.clear()
+        self.freed.clear()
+        self.caches.clear()
+        self.nodes.clear()
+        self.rec.ns.clear()
+        self.cluster = self.local = self.remote = self.src = self.dst = self.api = None
 
     def link_nodes(self, client: NodeState, server: NodeState) -> None:
         self._step("cluster.link", self.rec.invoke, None, Value(self.cluster, "cluster"), "link",
@@ -151,6 +172,55 @@ class HistoryBed(Testbed):
                 continue
             keep.append(f)
         self.freed[:] = keep
+
+    # ---- reading large caches in windows -----------------------------------------------------------------
+
+    def addresses(self, info: CacheInfo) -> list[int] | None:
+        if info.guarded:
+            return list(info.guarded)
+        if not self.caps.get("raw_memory"):
+            return None
+        try:
+            return [int(a) for a in getattr(info.cache, "tensor_addrs", []) or []] or None
+        except Exception:  # noqa: BLE001 - no addresses: read it whole
+            return None
+
+    def windows(self, info: CacheInfo) -> list[list[tuple[int, int]]]:
+        """Per tensor, the (offset, bytes) spans a windowed read takes: both ends, both edges of every batch
+        entry (where a push starts and stops writing), and sampled windows."""
+        n, stride = info.nbytes, info.stride
+        rng = np.random.default_rng(self.reads)
+        self.reads += 1
+        out = []
+        for _ in range(info.num_tensors):
+            starts = {0, max(0, n - WINDOW)}
+            for b in range(1, info.batch):
+                starts.add(max(0, b * stride - WINDOW // 2))
+            starts.update(int(x) for x in rng.integers(0, max(1, n - WINDOW), SAMPLED_WINDOWS))
+            out.append([(s, min(WINDOW, n - s)) for s in sorted(starts)])
+        return out
+
+    def read(self, info: CacheInfo) -> list[np.ndarray]:
+        """A cache's bytes; a large one in windows: the state the model expects (its bytes, or what the call
+        being judged may leave) whose windows all match, else the model's bytes with the windows read in."""
+        addrs = self.addresses(info) if info.nbytes * info.num_tensors > WINDOWED_BYTES else None
+        if addrs is None or info.name not in self.before:
+            return super().read(info)
+        spans = self.windows(info)
+        flat = [(t, off, size) for t, tensor in enumerate(spans) for off, size in tensor]
+        got = self.read_many(info.node_name, [(addrs[t] + off, size) for t, off, size in flat])
+        for state in [self.before[info.name], *self.candidates.get(info.name, [])]:
+            if all(np.array_equal(state[t][off:off + size], g) for (t, off, size), g in zip(flat, got, strict=True)):
+                self.inexact.discard(info.name)
+                return state
+        spliced = [b.copy() for b in self.before[info.name]]
+        for (t, off, size), g in zip(flat, got, strict=True):
+            spliced[t][off:off + size] = g
+        self.inexact.add(info.name)
+        return spliced
+
+    def full_read(self, name: str) -> list[np.ndarray]:
+        return super().read(self.caches[name])
 
     # ---- pushes ------------------------------------------------------------------------------------------
 

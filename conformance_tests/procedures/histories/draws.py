@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+import random
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,29 +25,32 @@ from .world import CacheState, NodeState
 NODE_OPTIONS = {"llm.EnableCacheManager": "1", "llm.EnableRemoteCacheAccessible": "1"}
 #: the smallest bit width a narrow integer field is tried at (ids that agree with another in their low bits)
 NARROWEST_FIELD_BITS = 8
+#: the widths integer fields most often have (tried first, beside any other)
+COMMON_FIELD_BITS = (32, 16, 8)
 #: the contents a cache is filled with
 CONTENTS = ("random", "special", "mixed")
 
 
-def aliases(values: Iterable[int], bounds: Bounds) -> list[int]:
-    """Values that agree with one of ``values`` in their low bits: each ± 2**b for every field width b from 8 bits
-    up to the domain's, inside the domain (a backend that keeps an id in a narrower field confuses them)."""
-    bits = max(1, (bounds.max - bounds.min).bit_length())
-    out = []
-    for v in values:
-        for b in range(NARROWEST_FIELD_BITS, bits):
-            out += [x for x in (v + (1 << b), v - (1 << b)) if bounds.min <= x <= bounds.max]
-    return sorted(set(out))
+@st.composite
+def alias(draw: Any, values: Sequence[int], bounds: Bounds) -> int:
+    """A value that agrees with one of ``values`` in its low bits: it ± 2**b for a field width b from 8 bits up
+    to the domain's, inside the domain (a backend that keeps an id in a narrower field confuses them)."""
+    bits = max(NARROWEST_FIELD_BITS + 1, (bounds.max - bounds.min).bit_length())
+    value = draw(st.sampled_from(list(values)), label="like")
+    common = [w for w in COMMON_FIELD_BITS if NARROWEST_FIELD_BITS <= w < bits]
+    width = draw(st.one_of(st.sampled_from(common), st.integers(NARROWEST_FIELD_BITS, bits - 1)) if common
+                 else st.integers(NARROWEST_FIELD_BITS, bits - 1), label="field bits")
+    sign = draw(st.sampled_from([1, -1]), label="sign")
+    got = value + sign * (1 << width)
+    return got if bounds.min <= got <= bounds.max else value - sign * (1 << width)
 
 
-def in_domain(bounds: Bounds, used: Iterable[int] = ()) -> st.SearchStrategy[int]:
-    """Any value of the domain: its extremes, values aliasing ``used`` ones in narrower fields, or any other."""
-    used = list(used)
+def in_domain(bounds: Bounds, used: Sequence[int] = ()) -> st.SearchStrategy[int]:
+    """Any value of the domain: one aliasing a ``used`` one in a narrower field, its extremes, or any other."""
     edges = sorted({bounds.min, bounds.max, max(bounds.min, min(bounds.max, 0)), max(bounds.min, min(bounds.max, -1))})
-    options: list[st.SearchStrategy[int]] = [st.sampled_from(edges), st.integers(bounds.min, bounds.max)]
-    near = aliases(used, bounds)
-    if near:
-        options.insert(1, st.sampled_from(near))
+    options: list[st.SearchStrategy[int]] = [st.sampled_from(edges), uniform(bounds)]
+    if used:
+        options.insert(0, alias(list(used), bounds).filter(lambda v: bounds.min <= v <= bounds.max))
     return st.one_of(*options)
 
 
@@ -61,10 +65,9 @@ def nodes(draw: Any, hist: Histories, roles: Sequence[str], stream: HistoryStrea
         cid = draw(in_domain(hist.cluster_id, ids).filter(lambda c: c not in ids), label="cluster_id")
         ids.append(cid)
     t = hist.sync_kv_timeout_ms
-    cheap = Bounds(t.min, max(t.min, min(t.max, stream.wait_ms or t.min)))
     out = []
     for i, cid in enumerate(ids):
-        timeout = draw(st.one_of(st.integers(t.min, t.max), st.integers(cheap.min, cheap.max)), label="timeout_ms")
+        timeout = draw(st.one_of(st.sampled_from(timeout_ladder(t, stream.wait_ms)), uniform(t)), label="timeout_ms")
         options = {**NODE_OPTIONS, "llm.SyncKvCacheWaitTime": str(timeout)}
         for option in ("llm.MemPoolConfig", "llm.HostMemPoolConfig"):
             size = stream.bytes if stream.bytes is not None and stream.layouts == "models" else draw(
@@ -74,6 +77,20 @@ def nodes(draw: Any, hist: Histories, roles: Sequence[str], stream: HistoryStrea
             options[option] = json.dumps({"memory_size": size, "page_shift": shift})
         out.append(NodeState(i, f"n{i}", cid, draw(st.sampled_from(list(roles)), label="role"), timeout, options))
     return out
+
+
+def uniform(bounds: Bounds) -> st.SearchStrategy[int]:
+    """A value spread evenly over the domain (hypothesis leans to small integers; a timeout of the domain is
+    mostly far above the default), drawn as a seed."""
+    return st.integers(0, 2**16).map(lambda s: random.Random(s).randint(bounds.min, bounds.max))
+
+
+def timeout_ladder(bounds: Bounds, wait_ms: int) -> list[int]:
+    """Timeouts a history can put delays on both sides of within what it may wait (``wait_ms``): twice it (a
+    delay of all of it stays within), half and a quarter of it (a delay past them costs it), then the domain's
+    ends; inside the domain."""
+    ladder = [2 * wait_ms, wait_ms // 2, wait_ms // 4, bounds.min, bounds.max] if wait_ms else [bounds.min, bounds.max]
+    return list(dict.fromkeys(min(bounds.max, max(bounds.min, v)) for v in ladder))
 
 
 def fits(model: ModelLayout, itemsize: int, max_bytes: int | None) -> bool:
@@ -118,7 +135,7 @@ def registration(draw: Any, hist: Histories, num_tensors: int) -> tuple[list[int
     number; the script has the offsets)."""
     g = hist.guard_bytes
     how = draw(st.sampled_from(["in order", "reversed", "shuffled"]), label="tensors in memory")
-    rng = np.random.default_rng(draw(st.integers(0, 2**16), label="registration seed"))
+    rng = np.random.default_rng(draw(st.integers(0, 255), label="registration seed"))
     gaps = [int(x) for x in rng.integers(g.min, g.max + 1, num_tensors + 1)]
     order = list(range(num_tensors))
     if how == "reversed":
@@ -132,7 +149,7 @@ def content_code(draw: Any, spec: Spec, desc: CacheSpec, nbytes: int) -> str:
     """The code that builds a cache's contents: random bytes, the special bit patterns of its DataType, or both
     (the even tensors special)."""
     kind = draw(st.sampled_from(CONTENTS), label="contents")
-    seed = draw(st.integers(0, 2**16), label="data seed")
+    seed = draw(st.integers(0, 255), label="data seed")
     table = spec.types.enums.get("DataType")
     member = table.members.get(desc.data_type) if table is not None else None
     size = member.size if member is not None and member.size else 1

@@ -30,7 +30,7 @@ from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from ..common import per_call_bound
 from . import draws
 from .bed import HistoryBed
-from .pushes import STYLES, HistoryRun, Plan, call_for, judge_push, loop_line, observed, still
+from .pushes import STYLES, HistoryRun, Plan, call_for, expect_success, judge_push, loop_line, observed, still
 from .world import CacheState, LinkState, NodeState, World
 
 #: how long the threads of a concurrent step wait for each other at the start line
@@ -69,15 +69,14 @@ class HistoryMachine(RuleBasedStateMachine):
         self.h.run.counters.histories += 1
         self.steps = 0
         self.can_unregister = False
-        #: the situations this history's pushes go through in turn, and the (clause, rule) pairs its broken pushes
-        #: go through in turn (each from a drawn start): every history reaches each of them
+        #: the situations a push is drawn in, and the (clause, rule) pairs a broken push is drawn from
         self.situations = [n for n in SITUATIONS if n in self.h.situations]
-        self.turn = 0
         self.broken = {f"{c.id}: {r}": (c, r) for c, r in self.h.invalid}
-        self.broken_turn = 0
 
     def teardown(self) -> None:
         self.bed.close()
+        self.bed.forget()  # hypothesis keeps some machines: none may keep a history's bytes or its cluster
+        self.world.caches.clear()
 
     # ---- helpers -----------------------------------------------------------------------------------------
 
@@ -101,7 +100,8 @@ class HistoryMachine(RuleBasedStateMachine):
         size = self.h.dom.itemsize.get(desc.data_type, 1) * math.prod(desc.shape) * desc.num_tensors
         return budget is None or self.live_bytes() + size <= budget
 
-    def make(self, data: Any, node: NodeState, desc: CacheSpec, *, accessible: bool | None = None) -> CacheState | None:
+    def make(self, data: Any, node: NodeState, desc: CacheSpec, *, accessible: bool | None = None,
+             layers_of: int = 0) -> CacheState | None:
         """A new cache on ``node``: allocated, or registered raw memory at uneven offsets (open to remote access
         or not, unless ``accessible`` says), filled with drawn contents."""
         h, bed = self.h, self.bed
@@ -122,7 +122,7 @@ class HistoryMachine(RuleBasedStateMachine):
             info = allocated
         bed.fill_with(info, draws.content_code(data.draw, h.run.spec, desc, info.nbytes))
         cache = CacheState(info, node.index, self.world.tick(), register, accessible,
-                           int(getattr(info.cache, "cache_id", 0)))
+                           int(getattr(info.cache, "cache_id", 0)), layers_of)
         self.world.caches.append(cache)
         return cache
 
@@ -147,14 +147,17 @@ class HistoryMachine(RuleBasedStateMachine):
     def args(self, data: Any, src: CacheState, dst: CacheState, tnpls: list[int], *,
              min_layers: int = 1) -> tuple[int, tuple[int, int] | None] | None:
         """tensor_num_per_layer and the layer range (the same on both sides, as documented; the default only
-        where both caches have as many layers) of a valid push, with at least ``min_layers`` layers."""
+        where both caches have as many layers) of a valid push, with at least ``min_layers`` layers; a real
+        model's cache is pushed by its own layers (K and V)."""
         options = [t for t in tnpls if min(src.num_tensors, dst.num_tensors) // t >= min_layers]
+        if self.h.stream.layouts == "models" and src.layers_of in options:
+            options = [src.layers_of]
         if not options:
             return None
         tnpl = data.draw(st.sampled_from(options), label="tensor_num_per_layer")
         ls, ld = src.num_tensors // tnpl, dst.num_tensors // tnpl
-        if ls == ld and data.draw(st.booleans(), label="default ranges"):
-            return tnpl, None
+        if ls == ld and (self.h.stream.layouts == "models" or data.draw(st.booleans(), label="default ranges")):
+            return tnpl, None  # a real model's entry is pushed whole: every layer
         top = min(ls, ld)
         start = data.draw(st.integers(0, top - min_layers), label="range start")
         return tnpl, (start, data.draw(st.integers(start + min_layers, top), label="range stop"))
@@ -204,8 +207,8 @@ class HistoryMachine(RuleBasedStateMachine):
         if way != "existing":
             if way == "new source":
                 p = data.draw(st.sampled_from(links), label="link")
-                desc, _ = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
-                made = self.make(data, w.nodes[p[0]], desc, accessible=True)
+                desc, hint = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
+                made = self.make(data, w.nodes[p[0]], desc, accessible=True, layers_of=hint)
                 if made is None:
                     return None
                 src = made
@@ -214,7 +217,8 @@ class HistoryMachine(RuleBasedStateMachine):
             tnpl = data.draw(st.sampled_from(divisors(src.num_tensors) if h.has_tnpl else [h.run.default_tnpl]),
                              label="layers of")
             dst = self.make(data, w.nodes[p[1]], draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream,
-                                                                   same_tensors=same_tensors), accessible=True)
+                                                                   same_tensors=same_tensors), accessible=True,
+                            layers_of=src.layers_of)
             if dst is None:
                 return None
             found = [(p, src, dst)] if self.tnpls(src, dst) else []
@@ -263,15 +267,11 @@ class HistoryMachine(RuleBasedStateMachine):
                                                None))
         client, server = w.nodes[0], w.nodes[1]
         desc, tnpl = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
-        src = self.make(data, client, desc, accessible=True)
-        dst = (self.make(data, server, draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream), accessible=True)
-               if src else None)
+        src = self.make(data, client, desc, accessible=True, layers_of=tnpl)
+        dst = (self.make(data, server, draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream), accessible=True,
+                         layers_of=tnpl) if src else None)
         self.link(client, server)
         still(h, self.bed, label)
-        if self.situations:
-            self.turn = data.draw(st.integers(0, len(self.situations) - 1), label="first situation")
-        if self.broken:
-            self.broken_turn = data.draw(st.integers(0, len(self.broken) - 1), label="first broken push")
         if h.long_run and src is not None and dst is not None and self.can("valid"):
             plan = self.plan(data, client, server, src, dst)
             if plan is not None:
@@ -354,23 +354,23 @@ class HistoryMachine(RuleBasedStateMachine):
             like = data.draw(st.sampled_from(others), label="like")
             tnpl = data.draw(st.sampled_from(divisors(like.num_tensors)), label="layers of")
             desc = draws.mirror_desc(data.draw, like, tnpl, h.dom, h.stream)
+            hint = like.layers_of
         else:
-            desc, _ = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
-        self.make(data, node, desc)
+            desc, hint = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
+        self.make(data, node, desc, layers_of=hint)
         still(h, self.bed, label)
 
     def then_push(self, data: Any) -> None:
-        """After another operation, most often a push in the next situation."""
+        """After another operation, most often a push."""
         if self.world.usable_links() and data.draw(st.sampled_from([True, True, False]), label="then a push"):
-            self.push_in_turn(data)
+            self.push_in_situation(data)
 
-    def push_in_turn(self, data: Any) -> None:
-        """A push in the next situation of this history's turn, valid in every other respect; after a refusal,
-        a timeout or a fault, valid pushes over the same link and another."""
+    def push_in_situation(self, data: Any) -> None:
+        """A push in a situation the spec declares, valid in every other respect; after a refusal, a timeout or
+        a fault, valid pushes over the same link and another."""
         if not self.situations:
             return
-        name = self.situations[self.turn % len(self.situations)]
-        self.turn += 1
+        name = data.draw(st.sampled_from(self.situations), label="situation")
         self.bed.rec.comment(f"push: {name}")
         if not SITUATIONS[name](self, data) and self.can("valid"):
             plan = self.valid_plan(data)  # that situation cannot arise now: a valid push instead
@@ -380,13 +380,12 @@ class HistoryMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.world.usable_links()))
     @rule(data=st.data())
     def push(self, data: Any) -> None:
-        """A push in the next situation (each one the spec declares, valid included, in turn), then a push
-        broken by the next generate rule of a must or may clause."""
+        """A push in a situation the spec declares (valid included), then one broken by a generate rule of a must
+        or may clause."""
         self.step("push")
-        self.push_in_turn(data)
+        self.push_in_situation(data)
         if self.broken and self.world.usable_links():
-            key = list(self.broken)[self.broken_turn % len(self.broken)]
-            self.broken_turn += 1
+            key = data.draw(st.sampled_from(list(self.broken)), label="broken by")
             self.push_broken(data, *self.broken[key])
 
     def push_broken(self, data: Any, clause: Clause, rule_name: str) -> None:
@@ -454,6 +453,9 @@ class HistoryMachine(RuleBasedStateMachine):
         if len(plans) < 2:
             return False
         calls = [call_for(h, bed, plan) for plan in plans]
+        for plan, call in zip(plans, calls, strict=True):
+            bed.local, bed.remote, bed.src, bed.dst = None, None, plan.src.info, plan.dst.info if plan.dst else None
+            expect_success(bed, call, plan.dst)
         fns = [bed.nodes[plan.client.name].cache_manager.push_cache for plan in plans]
         results: list[Any] = [None] * len(plans)
         barrier = threading.Barrier(len(plans))
@@ -639,7 +641,14 @@ def _delayed(m: HistoryMachine, data: Any, name: str) -> bool:
     it at the first layer, or within it per layer and beyond it in all; then the fault is cleared."""
     w = m.world
     need = 3 if name == "delay_over_layers" else 1
-    plan = m.valid_plan(data, min_layers=need)
+    links = w.usable_links()
+    if not links:
+        return False
+    # the link from the node whose timeout leaves a delay the most room (the largest within what may be waited)
+    link = max(links, key=lambda p: (min(w.nodes[p[0]].timeout_ms, 2 * _wait_left(m)), -p[0], -p[1]))
+    if name != "delay_within_budget" or data.draw(st.booleans(), label="any link"):
+        link = data.draw(st.sampled_from(links), label="delayed link")
+    plan = m.valid_plan(data, min_layers=need, link=link)
     if plan is None:
         return False
     t, layers, left = plan.client.timeout_ms, plan.layers, _wait_left(m)
@@ -647,8 +656,8 @@ def _delayed(m: HistoryMachine, data: Any, name: str) -> bool:
         top = min(int(t * WITHIN) // layers, left // layers)
         if top < 1:
             return False
-        long = data.draw(st.booleans(), label="as long as the budget allows")
-        per_layer = top if long else data.draw(st.integers(1, min(top, 20)), label="delay ms")
+        band = data.draw(st.sampled_from(["as long as the budget allows", "short"]), label="delay")
+        per_layer = top if band != "short" else data.draw(st.integers(1, min(top, 20)), label="delay ms")
         cost = per_layer * layers
     elif name == "delay_exceeded":
         per_layer = max(int(t * BEYOND), t + 20)

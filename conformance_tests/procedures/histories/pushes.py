@@ -118,10 +118,20 @@ def call_for(h: HistoryRun, bed: HistoryBed, plan: Plan, *, batch_code: tuple[st
 
 
 def observed(bed: HistoryBed, obs: Observation) -> None:
-    """The bytes a passed judgement read are the model's from now on."""
+    """The bytes a passed judgement read are the model's from now on (a large cache whose windows matched no
+    state the model knew, a partial push allowed, is read in full)."""
     for name, got in obs.read_back().items():
         if name in bed.caches:
-            bed.before[name] = got
+            bed.before[name] = bed.full_read(name) if name in bed.inexact else got
+    bed.inexact.clear()
+    bed.candidates.clear()
+
+
+def expect_success(bed: HistoryBed, call: Call, dst: CacheState | None) -> None:
+    """What a push that succeeds leaves in its destination: the oracle's bytes (a large cache read in windows
+    recognises them)."""
+    if dst is not None and dst.name in bed.caches:
+        bed.candidates[dst.name] = [Observation(bed, call, Outcome(None, 0.0)).expected_dst()]
 
 
 def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause: Clause,
@@ -134,6 +144,7 @@ def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause:
     bed.bind_push(plan.client, plan.server, plan.src.info, dst_info,
                   dst_readable=plan.dst is not None and not plan.dst.freed and plan.server.alive)
     call = call_for(h, bed, plan)
+    expect_success(bed, call, plan.dst)
     outcome = bed.push_call(call, per_call_bound(h.run, extra=bound_extra))
     world.pushed_over(plan.link)
     expect = expectation if expectation is not None else envelope([clause.expect, *(c.expect for c in clause.cases)])
