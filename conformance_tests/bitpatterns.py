@@ -56,5 +56,6 @@ def patterns(encoding: Encoding | None, size: int) -> list[int]:
 
 def pattern_bytes(encoding: Encoding | None, size: int, byte_order: str) -> bytes:
     """The special patterns as consecutive elements in memory (``byte_order``: "little" or "big")."""
-    order = "little" if byte_order == "little" else "big"
-    return b"".join(v.to_bytes(size, order) for v in patterns(encoding, size))
+    if byte_order == "little":
+        return b"".join(v.to_bytes(size, "little") for v in patterns(encoding, size))
+    return b"".join(v.to_bytes(size, "big") for v in patterns(encoding, size))

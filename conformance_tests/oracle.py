@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 #: caches up to this many bytes are compared in one step when they are as expected
 FAST_PATH_BYTES = 1 << 20
 

@@ -496,11 +496,12 @@ class Testbed:
             if info.region is None or not info.guarded:
                 continue
             base, total = info.region
+            guarded = info.guarded
             # every byte of the region outside the tensors is a guard byte: before the lowest tensor, between two
             # tensors in address order (the gaps may differ, the order need not be the tensors'), after the highest;
             # the bands alone are read (one request), not the tensors between them
-            order = sorted(range(len(info.guarded)), key=lambda t: info.guarded[t])
-            starts = [info.guarded[t] - base for t in order]
+            order = sorted(range(len(guarded)), key=lambda t: guarded[t])
+            starts = [guarded[t] - base for t in order]
             bands = [(f"before {info.name} tensor {order[0]}", 0, starts[0])]
             bands += [(f"between {info.name} tensors {order[i - 1]} and {order[i]}", starts[i - 1] + info.nbytes,
                        starts[i]) for i in range(1, len(starts))]

@@ -52,11 +52,11 @@ def shrinking_within(seconds: float) -> Iterator[None]:
     if not isinstance(previous, int | float):
         yield
         return
-    engine.MAX_SHRINKING_SECONDS = min(previous, seconds)  # type: ignore[assignment]
+    engine.MAX_SHRINKING_SECONDS = int(min(previous, seconds))
     try:
         yield
     finally:
-        engine.MAX_SHRINKING_SECONDS = previous
+        engine.MAX_SHRINKING_SECONDS = int(previous)
 #: the levels whose promises histories judge (a should clause's exact status is a compatibility matter)
 JUDGED = (Level.MUST, Level.MAY)
 

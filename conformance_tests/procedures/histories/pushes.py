@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+
 from ... import strategies
 from ...context import RunContext
 from ...judging import fail, judge
