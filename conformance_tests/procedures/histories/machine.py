@@ -89,9 +89,6 @@ class HistoryMachine(RuleBasedStateMachine):
         self.bed.rec.comment(f"step {self.steps}: {what}")
         return self.label(what)
 
-    def live_on(self, node: NodeState) -> list[CacheState]:
-        return self.world.live(node.index) if node.alive else []
-
     def live_bytes(self) -> int:
         return sum(c.info.nbytes * c.num_tensors for c in self.world.live())
 
@@ -101,14 +98,15 @@ class HistoryMachine(RuleBasedStateMachine):
         return budget is None or self.live_bytes() + size <= budget
 
     def make(self, data: Any, node: NodeState, desc: CacheSpec, *, accessible: bool | None = None,
-             layers_of: int = 0) -> CacheState | None:
+             layers_of: int = 0, registered: bool | None = None) -> CacheState | None:
         """A new cache on ``node``: allocated, or registered raw memory at uneven offsets (open to remote access
         or not, unless ``accessible`` says), filled with drawn contents."""
         h, bed = self.h, self.bed
         if not self.room_for(desc) or not node.alive:
             return None
         name = bed.new_name()
-        register = h.dom.can_register and data.draw(st.booleans(), label=f"{name} registered")
+        register = h.dom.can_register and (registered if registered is not None
+                                            else data.draw(st.booleans(), label=f"{name} registered"))
         if register:
             gaps, order = draws.registration(data.draw, h.hist, desc.num_tensors)
             if accessible is None:
@@ -252,6 +250,14 @@ class HistoryMachine(RuleBasedStateMachine):
 
     def can(self, name: str) -> bool:
         return name in self.h.situations
+
+    def judged(self, data: Any, plan: Plan | None, name: str) -> bool:
+        """Push ``plan`` in situation ``name``, judged by its clause, then recover; False when there is no plan."""
+        if plan is None:
+            return False
+        judge_push(self.h, self.bed, self.world, plan, self.h.situations[name], None, self.label(name))
+        self.recover(data, plan.link, self.label(name))
+        return True
 
     # ---- rules: the protocol's operations ------------------------------------------------------------
 
@@ -534,11 +540,7 @@ def _late(m: HistoryMachine, data: Any) -> bool:
         return False
     name = w.visibility(p, dst)
     plan = m.plan(data, w.nodes[p[0]], w.nodes[p[1]], src, dst)
-    if plan is None or name not in m.h.situations:
-        return False
-    judge_push(m.h, m.bed, w, plan, m.h.situations[name], None, m.label(name))
-    m.recover(data, p, m.label(name))
-    return True
+    return name in m.h.situations and m.judged(data, plan, name)
 
 
 def _never_linked(m: HistoryMachine) -> list[tuple[int, int]]:
@@ -554,12 +556,7 @@ def _unlinked_push(m: HistoryMachine, data: Any, name: str, pairs: list[tuple[in
     if not found:
         return False
     p, src, dst = data.draw(st.sampled_from(found), label="push")
-    plan = m.plan(data, m.world.nodes[p[0]], m.world.nodes[p[1]], src, dst)
-    if plan is None:
-        return False
-    judge_push(m.h, m.bed, m.world, plan, m.h.situations[name], None, m.label(name))
-    m.recover(data, p, m.label(name))
-    return True
+    return m.judged(data, m.plan(data, m.world.nodes[p[0]], m.world.nodes[p[1]], src, dst), name)
 
 
 @situation("never_linked")
@@ -582,10 +579,7 @@ def _unknown(m: HistoryMachine, data: Any) -> bool:
     used = m.world.ids_on(plan.server.index)
     cache_id = data.draw(draws.in_domain(m.h.hist.cache_id, sorted(used)).filter(lambda c: c not in used),
                          label="unknown cache_id")
-    plan = replace(plan, dst=None, cache_id=cache_id)
-    judge_push(m.h, m.bed, m.world, plan, m.h.situations["unknown_cache"], None, m.label("unknown_cache"))
-    m.recover(data, plan.link, m.label("unknown_cache"))
-    return True
+    return m.judged(data, replace(plan, dst=None, cache_id=cache_id), "unknown_cache")
 
 
 def _freed_plan(m: HistoryMachine, data: Any, which: str) -> Plan | None:
@@ -612,24 +606,30 @@ def _freed_plan(m: HistoryMachine, data: Any, which: str) -> Plan | None:
 
 @situation("freed_destination")
 def _freed_destination(m: HistoryMachine, data: Any) -> bool:
-    plan = _freed_plan(m, data, "dst")
-    if plan is None:
-        return False
-    p = plan.link
-    judge_push(m.h, m.bed, m.world, plan, m.h.situations["freed_destination"], None, m.label("freed_destination"))
-    m.recover(data, p, m.label("freed_destination"))
-    return True
+    return m.judged(data, _freed_plan(m, data, "dst"), "freed_destination")
 
 
 @situation("freed_source")
 def _freed_source(m: HistoryMachine, data: Any) -> bool:
-    plan = _freed_plan(m, data, "src")
-    if plan is None:
+    return m.judged(data, _freed_plan(m, data, "src"), "freed_source")
+
+
+@situation("inaccessible_destination")
+def _inaccessible(m: HistoryMachine, data: Any) -> bool:
+    """Into a cache its node registered as not open to remote access."""
+    if not m.h.dom.can_register:
         return False
-    p = plan.link
-    judge_push(m.h, m.bed, m.world, plan, m.h.situations["freed_source"], None, m.label("freed_source"))
-    m.recover(data, p, m.label("freed_source"))
-    return True
+    plan = m.valid_plan(data)
+    if plan is None or plan.dst is None:
+        return False
+    desc = CacheSpec(plan.dst.num_tensors, tuple(plan.dst.info.shape), plan.dst.info.data_type,
+                     plan.dst.info.placement, register=True)
+    private = m.make(data, plan.server, desc, accessible=False, registered=True)
+    if private is None:
+        return False
+    m.unlink(plan.client, plan.server)  # made before the link, as the documentation asks: no other situation
+    m.link(plan.client, plan.server)
+    return m.judged(data, replace(plan, dst=private, cache_id=private.cache_id), "inaccessible_destination")
 
 
 def _wait_left(m: HistoryMachine) -> int:
@@ -672,12 +672,22 @@ def _delayed(m: HistoryMachine, data: Any, name: str) -> bool:
     w.waited_ms += cost
     m.bed.inject_fault(plan.client, {"kind": "delay", "seconds": per_layer / 1000})
     delay_s = per_layer * layers / 1000
-    outcome = judge_push(m.h, m.bed, w, plan, m.h.situations[name], None, m.label(name),
-                         settle_s=min(delay_s, t / 1000 + per_layer / 1000) + SETTLE_S,
-                         bound_extra=FAULT_BOUND_FACTOR * (delay_s + t / 1000))
+    return _faulted(m, data, plan, name, wait_s=delay_s + t / 1000, clear=plan.client,
+                    settle_s=min(delay_s, t / 1000 + per_layer / 1000) + SETTLE_S)
+
+
+def _faulted(m: HistoryMachine, data: Any, plan: Plan, name: str, *, wait_s: float, clear: NodeState | None,
+             settle_s: float = 0.0) -> bool:
+    """The push of ``plan`` under an injected fault, judged by the clause of ``name``: a refusal must come in time
+    (one sync_kv_timeout per layer, plus slack); then the fault is cleared (on ``clear``) and valid pushes follow."""
+    clause = m.h.situations[name]
+    outcome = judge_push(m.h, m.bed, m.world, plan, clause, None, m.label(name), settle_s=settle_s,
+                         bound_extra=FAULT_BOUND_FACTOR * wait_s)
     if outcome.exc is not None:
-        raised_in_time(m.bed, call_for(m.h, m.bed, plan), outcome, t / 1000, m.h.situations[name].id, m.label(name))
-    m.bed.inject_fault(plan.client, {"kind": "clear"})
+        raised_in_time(m.bed, call_for(m.h, m.bed, plan), outcome, plan.client.timeout_ms / 1000, clause.id,
+                       m.label(name))
+    if clear is not None:
+        m.bed.inject_fault(clear, {"kind": "clear"})
     m.recover(data, plan.link, m.label(name))
     return True
 
@@ -707,14 +717,7 @@ def _dropped(m: HistoryMachine, data: Any) -> bool:
         return False
     m.world.waited_ms += t * plan.layers
     m.bed.inject_fault(plan.client, {"kind": "drop_link", "peer": plan.server.cluster_id})
-    name = "dropped_link"
-    outcome = judge_push(m.h, m.bed, m.world, plan, m.h.situations[name], None, m.label(name),
-                         bound_extra=FAULT_BOUND_FACTOR * t * plan.layers / 1000)
-    if outcome.exc is not None:
-        raised_in_time(m.bed, call_for(m.h, m.bed, plan), outcome, t / 1000, m.h.situations[name].id, m.label(name))
-    m.bed.inject_fault(plan.client, {"kind": "clear"})
-    m.recover(data, plan.link, m.label(name))
-    return True
+    return _faulted(m, data, plan, "dropped_link", wait_s=t * plan.layers / 1000, clear=plan.client)
 
 
 @situation("dead_peer")
@@ -728,14 +731,7 @@ def _dead_peer(m: HistoryMachine, data: Any) -> bool:
         return False
     m.bed.inject_fault(plan.server, {"kind": "kill_node"})
     plan.server.alive = False
-    name = "dead_peer"
-    t = plan.client.timeout_ms
-    outcome = judge_push(m.h, m.bed, w, plan, m.h.situations[name], None, m.label(name),
-                         bound_extra=FAULT_BOUND_FACTOR * t * plan.layers / 1000)
-    if outcome.exc is not None:
-        raised_in_time(m.bed, call_for(m.h, m.bed, plan), outcome, t / 1000, m.h.situations[name].id, m.label(name))
-    m.recover(data, plan.link, m.label(name))
-    return True
+    return _faulted(m, data, plan, "dead_peer", wait_s=plan.client.timeout_ms * plan.layers / 1000, clear=None)
 
 
 @situation("concurrent")
