@@ -86,8 +86,10 @@ class Collection:
                 drop.append(item)  # every clause it checks is outside the selected release
                 state.release_filtered.add(item.nodeid)
                 continue
-            if globs and not any(fnmatch.fnmatchcase(cid, g) for cid in ids for g in globs):
-                drop.append(item)  # not asked for with --clauses
+            if globs and not any(fnmatch.fnmatchcase(cid, g) for cid in ids[:1] for g in globs):
+                # not asked for with --clauses: a test is selected by the clause it belongs to (its first); the
+                # other clauses a test judges (a history's) count as covered by it, but do not select it
+                drop.append(item)
                 state.own_deselected[item.nodeid] = WHY_CLAUSES
                 continue
             keep.append(item)

@@ -854,10 +854,13 @@ class pushes_to_dead_peer(CacheManager):
 # Each passes every clause test (its focus names the clauses whose tests it goes through unseen) and is caught
 # by the stateful suite (procedure history), which attributes the failure to the target clause.
 
+#: the clause whose tests are the histories: every focus below names it
+HISTORY = "push_cache.history.valid_pushes"
+
 @mutant("keeps one comm entity per node: a new link from a node replaces its other links",
         ("push_cache.history.valid_pushes",), by="histories",
-        focus=("push_cache.history.valid_pushes", "push_cache.remote.not_linked",
-               "push_cache.remote.unlinked_after_link", "push_cache.data.postcondition"))
+        focus=(HISTORY, "push_cache.remote.not_linked", "push_cache.remote.unlinked_after_link",
+               "push_cache.data.postcondition"))
 class one_link_per_node(CacheManager):
     def _resolve_link(self, a):  # type: ignore[no-untyped-def]
         link = super()._resolve_link(a)
@@ -870,8 +873,8 @@ class one_link_per_node(CacheManager):
 
 @mutant("looks the remote cache up by the low 32 bits of the key's cache_id",
         ("push_cache.remote.unknown_cache",), by="histories",
-        focus=("push_cache.remote.unknown_cache", "push_cache.remote.unknown_cache.status",
-               "push_cache.types.cache_key_by_id_and_index.domains", "push_cache.history.valid_pushes"))
+        focus=(HISTORY, "push_cache.remote.unknown_cache", "push_cache.remote.unknown_cache.status",
+               "push_cache.types.cache_key_by_id_and_index.domains"))
 class cache_id_low_32_bits(CacheManager):
     def _lookup_remote_cache(self, a, server):  # type: ignore[no-untyped-def]
         cache_id = a.dst_cache_key.cache_id & 0xFFFF_FFFF
@@ -884,7 +887,8 @@ LEAKED_SLOTS = 768
 
 @mutant(f"leaks a transfer slot per push over a link: push {LEAKED_SLOTS + 1} over one link raises "
         "LLM_OUT_OF_MEMORY", ("push_cache.history.valid_pushes",), by="histories",
-        focus=("push_cache.history.valid_pushes", "push_cache.data.*"))
+        focus=(HISTORY, "push_cache.data.postcondition", "push_cache.data.nothing_else_changes",
+               "push_cache.data.concurrent"))
 class leaks_transfer_slots(CacheManager):
     def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -904,7 +908,8 @@ class leaks_transfer_slots(CacheManager):
 
 @mutant("stages each source batch entry at its first push and sends the staged bytes again later: a source "
         "rewritten between pushes arrives stale", ("push_cache.history.valid_pushes",), by="histories",
-        focus=("push_cache.history.valid_pushes", "push_cache.data.*", "push_cache.safety.*"))
+        focus=(HISTORY, "push_cache.data.postcondition", "push_cache.data.source_unchanged",
+               "push_cache.data.src_batch_slice", "push_cache.data.dtypes"))
 class stale_source_bytes(CacheManager):
     def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -923,7 +928,9 @@ class stale_source_bytes(CacheManager):
 
 @mutant("leaves a link broken after a transfer timeout: every later push over it raises LLM_NOT_YET_LINK until "
         "the link is made again", ("push_cache.history.valid_pushes",), by="histories",
-        focus=("push_cache.history.valid_pushes", "push_cache.timeout.*", "push_cache.config.*"))
+        focus=(HISTORY, "push_cache.timeout.exceeded", "push_cache.timeout.dropped_link",
+               "push_cache.timeout.dead_peer", "push_cache.timeout.within_budget",
+               "push_cache.config.sync_kv_timeout.unit_ms"))
 class link_broken_after_timeout(CacheManager):
     def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -945,7 +952,9 @@ class link_broken_after_timeout(CacheManager):
 
 
 @mutant("clamps llm.SyncKvCacheWaitTime to its default, 1000 ms", ("push_cache.timeout.within_budget",),
-        by="histories", focus=("push_cache.timeout.*", "push_cache.config.*", "push_cache.history.valid_pushes"))
+        by="histories", focus=(HISTORY, "push_cache.timeout.within_budget", "push_cache.timeout.exceeded",
+                               "push_cache.timeout.total_over_layers", "push_cache.config.sync_kv_timeout.unit_ms",
+                               "push_cache.config.sync_kv_timeout.default"))
 class clamps_sync_timeout(CacheManager):
     def _transfer_budget_s(self, a, timeout):  # type: ignore[no-untyped-def]
         return super()._transfer_budget_s(a, min(timeout, 1.0))
@@ -953,7 +962,8 @@ class clamps_sync_timeout(CacheManager):
 
 @mutant("keeps the per-tensor copy count in 16 bits: an entry of 64 KiB or more moves its size mod 65536 bytes",
         ("push_cache.history.valid_pushes",), by="histories",
-        focus=("push_cache.history.valid_pushes", "push_cache.data.*", "push_cache.safety.*"))
+        focus=(HISTORY, "push_cache.data.postcondition", "push_cache.data.dtypes", "push_cache.data.size_default",
+               "push_cache.safety.guard_bytes"))
 class copy_count_16_bits(CacheManager):
     def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
         return super()._copy_nbytes(a, local, remote) & 0xFFFF
@@ -961,7 +971,8 @@ class copy_count_16_bits(CacheManager):
 
 @mutant("keeps tensor indices in 7 bits: in caches of more than 128 tensors, tensor t is read and written as "
         "t mod 128", ("push_cache.history.valid_pushes",), by="histories",
-        focus=("push_cache.history.valid_pushes", "push_cache.data.*", "push_cache.restriction.layer_range.*"))
+        focus=(HISTORY, "push_cache.data.postcondition", "push_cache.restriction.layer_range.kv_order",
+               "push_cache.restriction.layer_range.none_means_all", "push_cache.restriction.layer_range.indexes_layers"))
 class tensor_index_7_bits(CacheManager):
     def _tensor_pairs(self, a, src_layer, dst_layer):  # type: ignore[no-untyped-def]
         return [(s & 0x7F, d & 0x7F) for s, d in super()._tensor_pairs(a, src_layer, dst_layer)]
@@ -972,7 +983,7 @@ _FLOAT_WORDS = {DataType.DT_FLOAT: np.uint32, DataType.DT_DOUBLE: np.uint64}
 
 @mutant("copies DT_FLOAT and DT_DOUBLE values, not bytes, through a zero test: -0.0 arrives as +0.0",
         ("push_cache.history.valid_pushes",), by="histories",
-        focus=("push_cache.history.valid_pushes", "push_cache.data.*"))
+        focus=(HISTORY, "push_cache.data.dtypes", "push_cache.data.postcondition", "push_cache.data.placements"))
 class canonical_negative_zero(CacheManager):
     def _transfer_layer(self, a, link, remote, pairs):  # type: ignore[no-untyped-def]
         super()._transfer_layer(a, link, remote, pairs)
@@ -987,7 +998,8 @@ class canonical_negative_zero(CacheManager):
 
 @mutant("assumes registered tensors are evenly spaced: tensor t is taken at tensor_addrs[0] + t * "
         "(tensor_addrs[1] - tensor_addrs[0])", ("push_cache.history.valid_pushes",), by="histories",
-        focus=("push_cache.history.valid_pushes", "push_cache.data.*", "push_cache.safety.*"))
+        focus=(HISTORY, "push_cache.safety.guard_bytes", "push_cache.data.postcondition",
+               "push_cache.data.nothing_else_changes"))
 class assumes_even_spacing(CacheManager):
     def register_cache(self, cache_desc, addrs, cache_keys=(), remote_accessible=None):  # type: ignore[no-untyped-def]
         cache = super().register_cache(cache_desc, addrs, cache_keys, remote_accessible)
@@ -1008,7 +1020,8 @@ class assumes_even_spacing(CacheManager):
 
 @mutant("pushes from a source cache this node has freed: its freed memory is read into the remote cache",
         ("push_cache.safety.deallocated_source",), by="histories",
-        focus=("push_cache.safety.*", "push_cache.param.src_cache.*"))
+        focus=(HISTORY, "push_cache.safety.deallocated_source", "push_cache.safety.deallocated_destination",
+               "push_cache.param.src_cache.not_local", "push_cache.param.src_cache.type"))
 class pushes_from_freed_source(CacheManager):
     def _resolve_local_cache(self, a):  # type: ignore[no-untyped-def]
         engine, src = self.engine, a.src_cache

@@ -169,7 +169,9 @@ def test_every_clause_of_the_release_has_a_test_and_every_test_names_a_clause(co
     spec = load_spec(release=load_spec().releases[-1])
     ids = {c.id for c in spec.clauses}
     named = {cid for cid in ids if any(f"[{cid}-" in t or f"[{cid}]" in t for t in collected)}
-    assert ids - named == set(), f"clauses without a test: {sorted(ids - named)}"
+    # a clause no single call reaches is tested by the histories alone (it declares a situation, has no cases)
+    by_histories = {c.id for c in spec.clauses if c.history is not None and c.procedure.name == "call" and not c.cases}
+    assert by_histories and ids - named == by_histories, f"clauses without a test: {sorted(ids - named)}"
     assert all("[push_cache." in t for t in collected), [t for t in collected if "[push_cache." not in t][:5]
     assert len(collected) >= 300
     assert all(t.startswith("conformance_tests/suite/test_") for t in collected)

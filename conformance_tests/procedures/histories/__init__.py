@@ -40,7 +40,7 @@ SECONDS_PER_HISTORY = 30
 #: how long hypothesis may shrink a failing history: a replay costs from a tenth of a second to seconds, and
 #: hypothesis's own bound is five minutes (it has no setting for it: the bound is its engine's constant, lowered
 #: for the run and restored after it)
-SHRINK_SECONDS = 60
+SHRINK_SECONDS = 30
 
 
 @contextlib.contextmanager
