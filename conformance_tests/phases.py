@@ -34,6 +34,16 @@ def traceability_problem(clause_ids: Iterable[str], known: set[str]) -> str | No
     return None
 
 
+def broken_clauses(exc: BaseException) -> list[str]:
+    """The clauses a failure names (a ClauseFailure's ``clause_id``), also inside an exception group (hypothesis
+    reports a failure that did not replay the same way as one, with the failures it saw)."""
+    found = [exc.clause_id] if isinstance(getattr(exc, "clause_id", None), str) else []  # type: ignore[attr-defined]
+    for inner in getattr(exc, "exceptions", None) or ():
+        if isinstance(inner, BaseException):
+            found += broken_clauses(inner)
+    return list(dict.fromkeys(found))
+
+
 def test_timeout(item: pytest.Item) -> float:
     """The test's pytest-timeout bound (its ``timeout`` mark, else --timeout), 0 when it has none."""
     mark = item.get_closest_marker("timeout")
@@ -155,9 +165,9 @@ class TestPhases:
         result: dict[str, Any] = {}
         result["outcome"], result["message"] = phase_outcome(rep, level, message, is_setup_error(rep))
         if result["outcome"] in ("failed", "incompatible", "xfailed") and call.excinfo is not None:
-            broken = getattr(call.excinfo.value, "clause_id", None)  # judging.ClauseFailure: the promise that broke
-            if isinstance(broken, str):
-                result["failed_clauses"] = [broken]
+            broken = broken_clauses(call.excinfo.value)  # judging.ClauseFailure: the promises that broke
+            if broken:
+                result["failed_clauses"] = broken
         if result["outcome"] in ("failed", "incompatible", "xfailed", "error"):
             testbed = run.last_testbed
             if testbed is not None:
