@@ -57,6 +57,8 @@ def shrinking_within(seconds: float) -> Iterator[None]:
         yield
     finally:
         engine.MAX_SHRINKING_SECONDS = int(previous)
+#: the situation whose clause says what a push that took longer than sync_kv_timeout may do
+OVERTIME = "delay_over_layers"
 #: the levels whose promises histories judge (a should clause's exact status is a compatibility matter)
 JUDGED = (Level.MUST, Level.MAY)
 
@@ -117,7 +119,8 @@ def run_history(run: RunContext, clause: Clause, item: Item) -> None:
     scale = min(1.0, profile.max_examples / CERTIFY_EXAMPLES)
     judged = {n: c for n, c in situations(run).items() if stream.situations is None or n in stream.situations}
     h = HistoryRun(run, clause, stream, hist, dom, judged, invalid_rules(run) if stream.situations is None else (),
-                   tuple(schema_enum("node", "role")), int(stream.pushes * scale), max_bytes)
+                   tuple(schema_enum("node", "role")), int(stream.pushes * scale), max_bytes,
+                   run.selected.situations().get(OVERTIME))
     machine: Any = machine_for(h)
     if profile.derandomize:
         machine = seed(stream_seed(clause.id, item.key))(machine)

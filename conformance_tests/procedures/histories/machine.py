@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -24,13 +25,24 @@ from ... import strategies, violations
 from ...judging import effect_problems, fail, outcome_problem
 from ...observation import Observation
 from ...spec import CacheSpec, Clause
-from ...spec.expect import envelope
 from ...testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from ..common import per_call_bound
 from . import draws
 from .bed import HistoryBed
-from .pushes import STYLES, HistoryRun, Plan, call_for, expect_success, judge_push, loop_line, observed, still
+from .pushes import (
+    STYLES,
+    HistoryRun,
+    Plan,
+    call_for,
+    clause_envelope,
+    expect_success,
+    judge_push,
+    loop_line,
+    observed,
+    overtime,
+    still,
+)
 from .world import CacheState, LinkState, NodeState, World
 
 #: how long the threads of a concurrent step wait for each other at the start line
@@ -464,15 +476,18 @@ class HistoryMachine(RuleBasedStateMachine):
             expect_success(bed, call, plan.dst)
         fns = [bed.nodes[plan.client.name].cache_manager.push_cache for plan in plans]
         results: list[Any] = [None] * len(plans)
+        seconds = [0.0] * len(plans)
         barrier = threading.Barrier(len(plans))
 
         def run(i: int) -> None:
             args, kwargs = calls[i].build()
             barrier.wait(timeout=BARRIER_S)
+            start = time.monotonic()
             try:
                 fns[i](*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - the outcome under test
                 results[i] = exc
+            seconds[i] = time.monotonic() - start
 
         bed.rec.comment(f"{len(plans)} threads at once (the script makes them in turn):")
         for plan, call in zip(plans, calls, strict=True):
@@ -488,7 +503,6 @@ class HistoryMachine(RuleBasedStateMachine):
             fail(clause.id, label, calls[0], "concurrent pushes did not return (hang)")
         h.run.counters.push_calls += len(plans)
         h.run.counters.history_pushes += len(plans)
-        expectation = envelope([clause.expect, *(c.expect for c in clause.cases)])
         for plan in plans:
             w.pushed_over(plan.link)
         reads = []
@@ -497,7 +511,9 @@ class HistoryMachine(RuleBasedStateMachine):
             bed.local, bed.remote = bed.nodes[plan.client.name], bed.nodes[plan.server.name]
             bed.src, bed.dst = plan.src.info, plan.dst.info
             others = tuple(p.dst.name for p in plans if p.dst is not None and p.dst is not plan.dst)
-            obs = Observation(bed, calls[i], Outcome(results[i], 0.0))
+            outcome = Outcome(results[i], seconds[i])
+            expectation = overtime(h, plan, outcome, clause_envelope(clause))
+            obs = Observation(bed, calls[i], outcome)
             problem = outcome_problem(expectation, obs)
             if problem:
                 fail(clause.id, f"{label}, thread {i}", calls[i], problem)
