@@ -1,0 +1,345 @@
+"""The codec: values to bytes and back, over msgpack, for a closed vocabulary.
+
+What may cross, and nothing else:
+
+* None, bool, int (any size), float, str, bytes, and lists, tuples and dicts of what may cross;
+* numpy arrays and scalars of booleans and numbers, as dtype + shape + bytes; ``range``; a fresh ``object()``
+  (a value of no documented type, which some checks pass on purpose);
+* the API's enums and value types by name (:mod:`datawire.vocabulary`), rebuilt with the receiving end's own
+  classes from its :class:`Names` table: a member by its name, a value through its class's constructor;
+* handles: what an end's ``export`` hook makes of an object that is not data (the object stays where it is;
+  the other end's ``import_handle`` hook turns the handle's data into its own stand-in);
+* exceptions as :class:`~datawire.errors.ErrorRecord` (kind, status code, message, traceback text);
+* a function signature, as its parameters' names, kinds and defaults (a default that is not data crosses as
+  :class:`Opaque`, its repr).
+
+Decoding never executes code from the message and never imports a module: msgpack builds only its own types,
+and each extension type is rebuilt here from data. Anything else is a :class:`WireError` (decoding) or a
+:class:`NotData` (encoding), one line each.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from .errors import ErrorRecord
+from .vocabulary import ENUMS, VALUE_TYPES
+
+#: the largest message any end accepts (a frame's length is checked before anything is read)
+MAX_FRAME = 1 << 30
+#: how deeply containers may nest
+MAX_DEPTH = 64
+#: the digits of an int beyond 64 bits
+MAX_BIGINT_DIGITS = 400
+
+# extension type codes
+TUPLE, BIGINT, ARRAY, SCALAR, RANGE, OBJECT, ENUM, VALUE, HANDLE, ERROR, SIGNATURE, OPAQUE = range(1, 13)
+
+_DTYPE = re.compile(r"^[<>|=]?[biufc][0-9]{1,2}$")
+
+
+class WireError(ValueError):
+    """A message that is not the wire's data."""
+
+
+class NotData(TypeError):
+    """An object the wire cannot carry."""
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A value that is not data, shown by its repr (a signature's default)."""
+
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+class Names:
+    """The API names one end of a wire knows: its enum classes and value types, by name (both ways)."""
+
+    def __init__(self) -> None:
+        self.enums: dict[str, type] = {}
+        self.values: dict[str, type] = {}
+        self._by_class: dict[type, tuple[str, str]] = {}  # class -> ("enum" | "value", name)
+
+    @classmethod
+    def of(cls, api: Any, values: bool = True) -> Names:
+        """The vocabulary's names as ``api`` (a module or a namespace of the API's classes) has them; value types
+        only with ``values`` (an end that keeps them where they are made leaves them out)."""
+        names = cls()
+        for name in ENUMS:
+            got = getattr(api, name, None)
+            if isinstance(got, type) and issubclass(got, enum.Enum):
+                names.add_enum(name, got)
+        if values:
+            for name in VALUE_TYPES:
+                got = getattr(api, name, None)
+                if isinstance(got, type):
+                    names.add_value(name, got)
+        return names
+
+    def add_enum(self, name: str, cls: type, replace: bool = False) -> None:
+        """``replace``: members of this name now decode as members of ``cls`` (members of the class it replaces
+        still encode by name)."""
+        if replace:
+            self.enums[name] = cls
+        else:
+            self.enums.setdefault(name, cls)
+        self._by_class.setdefault(cls, ("enum", name))
+
+    def add_value(self, name: str, cls: type) -> None:
+        self.values.setdefault(name, cls)
+        self._by_class.setdefault(cls, ("value", name))
+
+    def kind_of(self, cls: type) -> tuple[str, str] | None:
+        got = self._by_class.get(cls)
+        if got is not None:
+            return got
+        for base in cls.__mro__[1:]:  # a subclass of a value type crosses as that type
+            got = self._by_class.get(base)
+            if got is not None and got[0] == "value":
+                return got
+        return None
+
+
+class Codec:
+    """Encode and decode for one end of a wire.
+
+    ``names``: the API classes this end rebuilds by name; ``export(obj)``: the handle (a list of data) for an
+    object that is not data, or None when it may not cross; ``import_handle(data)``: this end's object for a
+    handle the other end sent; ``make_error(record)``: what an exception record becomes here (default: the
+    record itself).
+    """
+
+    def __init__(self, names: Names | None = None, export: Callable[[Any], list[Any] | None] | None = None,
+                 import_handle: Callable[[list[Any]], Any] | None = None,
+                 make_error: Callable[[ErrorRecord], Any] | None = None) -> None:
+        self.names = names or Names()
+        self.export = export
+        self.import_handle = import_handle
+        self.make_error = make_error
+
+    # ------------------------------------------------------------------------------------------ encoding
+
+    def encode(self, obj: Any) -> bytes:
+        """The bytes of ``obj``; :class:`NotData` names what cannot cross."""
+        return msgpack.packb(self._wire(obj, 0), use_bin_type=True)
+
+    def _pack(self, obj: Any, depth: int) -> bytes:
+        return msgpack.packb(self._wire(obj, depth), use_bin_type=True)
+
+    def _wire(self, obj: Any, depth: int) -> Any:
+        t = type(obj)
+        if obj is None or t is bool or t is float or t is str or t is bytes:
+            return obj
+        if t is int:
+            if -(1 << 63) <= obj < (1 << 64):
+                return obj
+            return msgpack.ExtType(BIGINT, str(obj).encode("ascii"))
+        if depth > MAX_DEPTH:
+            raise NotData(f"containers nested more than {MAX_DEPTH} deep")
+        if t is list:
+            return [self._wire(x, depth + 1) for x in obj]
+        if t is dict:
+            return {self._wire(k, depth + 1): self._wire(v, depth + 1) for k, v in obj.items()}
+        if t is tuple:
+            return msgpack.ExtType(TUPLE, self._pack(list(obj), depth + 1))
+        if isinstance(obj, np.ndarray):
+            return msgpack.ExtType(ARRAY, _array_bytes(obj))
+        if isinstance(obj, np.generic) and not isinstance(obj, (np.str_, np.bytes_, np.void)):
+            return msgpack.ExtType(SCALAR, _array_bytes(np.asarray(obj)))
+        if t is range:
+            return msgpack.ExtType(RANGE, self._pack([obj.start, obj.stop, obj.step], depth + 1))
+        if t is object:
+            return msgpack.ExtType(OBJECT, b"")
+        if t is bytearray or t is memoryview:
+            return bytes(obj)
+        if isinstance(obj, BaseException):
+            from .errors import record_of
+
+            return msgpack.ExtType(ERROR, self._pack(record_of(obj).as_list(), depth + 1))
+        if t is ErrorRecord:
+            return msgpack.ExtType(ERROR, self._pack(obj.as_list(), depth + 1))
+        if t is inspect.Signature:
+            return msgpack.ExtType(SIGNATURE, self._pack(self._signature(obj), depth + 1))
+        if t is Opaque:
+            return msgpack.ExtType(OPAQUE, obj.text.encode("utf-8"))
+        named = self.names.kind_of(t)
+        if named is not None:
+            kind, name = named
+            if kind == "enum":
+                return msgpack.ExtType(ENUM, self._pack([name, obj.name], depth + 1))
+            return msgpack.ExtType(VALUE, self._pack(self._value_args(name, obj), depth + 1))
+        handle = self.export(obj) if self.export is not None else None
+        if handle is None:
+            raise NotData(f"a {t.__module__}.{t.__qualname__} is not data")
+        return msgpack.ExtType(HANDLE, self._pack(handle, depth + 1))
+
+    @staticmethod
+    def _value_args(name: str, obj: Any) -> list[Any]:
+        positional, keywords = VALUE_TYPES[name]
+        args: list[Any] = []
+        for attrs in positional:
+            found = [getattr(obj, a) for a in attrs if hasattr(obj, a)]
+            if not found:
+                break
+            args.append(found[0])
+        kwargs: dict[str, Any] = {}
+        for param, attrs in keywords:
+            found = [getattr(obj, a) for a in attrs if hasattr(obj, a)]
+            if found:
+                kwargs[param] = found[0]
+        return [name, args, kwargs]
+
+    def _signature(self, sig: inspect.Signature) -> list[Any]:
+        out = []
+        for p in sig.parameters.values():
+            if p.default is inspect.Parameter.empty:
+                out.append([p.name, int(p.kind), False, None])
+                continue
+            try:
+                self._wire(p.default, MAX_DEPTH - 2)
+                default: Any = p.default
+            except NotData:
+                default = Opaque(repr(p.default)[:200])
+            out.append([p.name, int(p.kind), True, default])
+        return out
+
+    # ------------------------------------------------------------------------------------------ decoding
+
+    def decode(self, data: bytes) -> Any:
+        """The value ``data`` holds; :class:`WireError` (one line) for anything that is not the wire's data."""
+        try:
+            return msgpack.unpackb(data, ext_hook=self._ext, raw=False, strict_map_key=False)
+        except WireError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever the bytes were (nested too deep included), one line
+            raise WireError(f"{type(exc).__name__}: {str(exc)[:200]}") from None
+
+    def _ext(self, code: int, data: bytes) -> Any:
+        if code == TUPLE:
+            return tuple(self._inner(data, list))
+        if code == BIGINT:
+            if len(data) > MAX_BIGINT_DIGITS or not re.fullmatch(rb"-?[0-9]+", data):
+                raise WireError("a big int that is not a decimal number")
+            return int(data)
+        if code == ARRAY:
+            return _array(data)
+        if code == SCALAR:
+            return _array(data)[()]
+        if code == RANGE:
+            start, stop, step = self._ints(data, 3)
+            return range(start, stop, step)
+        if code == OBJECT:
+            return object()
+        if code == ENUM:
+            name, member = self._inner(data, list, 2)
+            cls = self.names.enums.get(name) if isinstance(name, str) else None
+            if cls is None:
+                raise WireError(f"enum {name!r} is not one this end knows")
+            members: Any = getattr(cls, "__members__", {})
+            found = members.get(member) if isinstance(member, str) else None
+            if found is None:
+                raise WireError(f"{name} has no member {member!r}")
+            return found
+        if code == VALUE:
+            name, args, kwargs = self._inner(data, list, 3)
+            cls = self.names.values.get(name) if isinstance(name, str) else None
+            if cls is None:
+                raise WireError(f"value type {name!r} is not one this end knows")
+            if not isinstance(args, list) or not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+                raise WireError(f"{name}: its arguments are not a list and a dict of names")
+            return cls(*args, **kwargs)
+        if code == HANDLE:
+            fields = self._inner(data, list)
+            if self.import_handle is None:
+                raise WireError("a handle, where this end takes none")
+            return self.import_handle(fields)
+        if code == ERROR:
+            record = ErrorRecord.from_list(self._inner(data, list))
+            return self.make_error(record) if self.make_error is not None else record
+        if code == SIGNATURE:
+            return _signature(self._inner(data, list))
+        if code == OPAQUE:
+            return Opaque(data.decode("utf-8")[:400])
+        raise WireError(f"extension type {code} is not the wire's")
+
+    def _inner(self, data: bytes, kind: type[list[Any]], length: int | None = None) -> Any:
+        value: Any = msgpack.unpackb(data, ext_hook=self._ext, raw=False, strict_map_key=False)
+        if not isinstance(value, kind):
+            raise WireError(f"a malformed extension value ({type(value).__name__})")
+        if length is not None and len(value) != length:
+            raise WireError(f"an extension value of {len(value)} fields, not {length}")
+        return value
+
+    def _ints(self, data: bytes, length: int) -> list[int]:
+        values = self._inner(data, list, length)
+        if not all(type(v) is int for v in values):
+            raise WireError("a range of something else than ints")
+        return values
+
+
+def _array_bytes(arr: np.ndarray) -> bytes:
+    if arr.dtype.kind not in "biufc" or arr.dtype.hasobject:
+        raise NotData(f"a numpy array of {arr.dtype} is not data (only booleans and numbers are)")
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    head = msgpack.packb([arr.dtype.str, list(arr.shape)])
+    body: Any = arr.reshape(-1)
+    return b"".join((len(head).to_bytes(4, "little"), head, memoryview(body).cast("B")))
+
+
+def _array(data: bytes) -> np.ndarray:
+    n = int.from_bytes(data[:4], "little")
+    if n > 4096 or len(data) < 4 + n:
+        raise WireError("a malformed array header")
+    head: Any = msgpack.unpackb(data[4:4 + n], raw=False)
+    if not (isinstance(head, list) and len(head) == 2 and isinstance(head[0], str) and isinstance(head[1], list)
+            and _DTYPE.match(head[0]) and all(type(d) is int and d >= 0 for d in head[1]) and len(head[1]) <= 32):
+        raise WireError("an array header that is not a numeric dtype and a shape")
+    dtype = np.dtype(head[0])
+    count = 1
+    for d in head[1]:
+        count *= d
+    if count * dtype.itemsize != len(data) - 4 - n:
+        raise WireError(f"an array of shape {head[1]} and dtype {head[0]} with {len(data) - 4 - n} bytes")
+    return np.frombuffer(data, dtype=dtype, count=count, offset=4 + n).reshape(tuple(head[1])).copy()
+
+
+def _signature(params: list[Any]) -> inspect.Signature:
+    out = []
+    for item in params:
+        if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str) and type(item[1]) is int
+                and 0 <= item[1] <= 4 and isinstance(item[2], bool)):
+            raise WireError("a malformed signature parameter")
+        name, kind, has_default, default = item
+        out.append(inspect.Parameter(name, inspect._ParameterKind(kind),
+                                     default=default if has_default else inspect.Parameter.empty))
+    return inspect.Signature(out)
+
+
+def decode_plain(data: bytes) -> Any:
+    """A message of msgpack's own types only (a frame's header): no extension type is accepted."""
+    def refuse(code: int, _data: bytes) -> Any:
+        raise WireError(f"extension type {code} where plain data was expected")
+
+    try:
+        return msgpack.unpackb(data, ext_hook=refuse, raw=False, strict_map_key=False)
+    except WireError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise WireError(f"{type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+def encode_plain(obj: Any) -> bytes:
+    return msgpack.packb(obj, use_bin_type=True)
