@@ -31,6 +31,14 @@ class Hung(Exception):
         self.seconds = seconds
 
 
+class RaisedInterrupt(Exception):
+    """The backend raised KeyboardInterrupt or SystemExit on the thread that called it: that call's failure, never
+    the end of the run (a Ctrl-C reaches the kit's main thread, never this one)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"the backend raised {type(exc).__name__}" + (f": {exc}" if str(exc) else ""))
+
+
 class _CallBound(threading.local):
     seconds: float | None = None
 
@@ -90,5 +98,7 @@ class Deadlines:
         if t.is_alive():
             raise Hung(limit)
         if "exc" in box:
+            if isinstance(box["exc"], (KeyboardInterrupt, SystemExit)):
+                raise RaisedInterrupt(box["exc"]) from box["exc"]
             raise box["exc"]
         return box.get("result")
