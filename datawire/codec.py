@@ -202,18 +202,18 @@ class Codec:
         return [name, args, kwargs]
 
     def _signature(self, sig: inspect.Signature) -> list[Any]:
-        out = []
+        params = []
         for p in sig.parameters.values():
             if p.default is inspect.Parameter.empty:
-                out.append([p.name, int(p.kind), False, None])
+                params.append([p.name, int(p.kind), False, None, _annotation(p.annotation)])
                 continue
             try:
                 self._wire(p.default, MAX_DEPTH - 2)
                 default: Any = p.default
             except NotData:
                 default = Opaque(repr(p.default)[:200])
-            out.append([p.name, int(p.kind), True, default])
-        return out
+            params.append([p.name, int(p.kind), True, default, _annotation(p.annotation)])
+        return [params, _annotation(sig.return_annotation)]
 
     # ------------------------------------------------------------------------------------------ decoding
 
@@ -316,16 +316,27 @@ def _array(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype, count=count, offset=4 + n).reshape(tuple(head[1])).copy()
 
 
-def _signature(params: list[Any]) -> inspect.Signature:
+def _annotation(annotation: Any) -> str | None:
+    """An annotation as text (None: none); a string annotation (``from __future__ import annotations``) as itself."""
+    if annotation is inspect.Parameter.empty:
+        return None
+    return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+
+def _signature(fields: list[Any]) -> inspect.Signature:
+    if not (len(fields) == 2 and isinstance(fields[0], list) and isinstance(fields[1], (str, type(None)))):
+        raise WireError("a malformed signature")
     out = []
-    for item in params:
-        if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str) and type(item[1]) is int
-                and 0 <= item[1] <= 4 and isinstance(item[2], bool)):
+    for item in fields[0]:
+        if not (isinstance(item, list) and len(item) == 5 and isinstance(item[0], str) and type(item[1]) is int
+                and 0 <= item[1] <= 4 and isinstance(item[2], bool) and isinstance(item[4], (str, type(None)))):
             raise WireError("a malformed signature parameter")
-        name, kind, has_default, default = item
+        name, kind, has_default, default, annotation = item
         out.append(inspect.Parameter(name, inspect._ParameterKind(kind),
-                                     default=default if has_default else inspect.Parameter.empty))
-    return inspect.Signature(out)
+                                     default=default if has_default else inspect.Parameter.empty,
+                                     annotation=inspect.Parameter.empty if annotation is None else annotation))
+    returns = inspect.Signature.empty if fields[1] is None else fields[1]
+    return inspect.Signature(out, return_annotation=returns)
 
 
 def decode_plain(data: bytes) -> Any:

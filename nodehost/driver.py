@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-import pickle
 import socket
 import threading
 from collections.abc import Mapping, Sequence
@@ -34,7 +33,7 @@ import numpy as np
 from .memory import DEVICE_MEMORY_ENV, HostMemory, MemoryAccessor, device_accessor_kind, make_device_accessor
 from .serve import ActiveRequests, report_start_failure, serve, start_watchdog
 from .vendor_api import CACHE_MANAGER
-from .wire import NodeCodec, encode_error
+from .wire import NodeCodec
 
 #: environment variable: the address node processes listen on (the ip; the port is picked per process)
 LISTEN_IP_ENV = "NODEHOST_LISTEN_IP"
@@ -104,8 +103,11 @@ class VendorNode:
         return self.datadist
 
     def stats(self) -> dict[str, Any]:
-        return {"pid": os.getpid(), "initialized": self.datadist is not None, "resets": self.resets,
-                "host_allocations": self.host.count(), "address": (self.ip, self.port)}
+        """What the process holds (the pool's self-tests read it after a reset); an implementation's own figures
+        come from its ``conformance_stats()`` hook, where it has one."""
+        own = getattr(self.vendor, "conformance_stats", None)
+        return {**(own() if own is not None else {}), "pid": os.getpid(), "initialized": self.datadist is not None,
+                "resets": self.resets, "host_allocations": self.host.count(), "address": (self.ip, self.port)}
 
     # ---- the LLMDataDist ----------------------------------------------------------------------------
     def init(self, role_name: str, cluster_id: int, options: Mapping[str, str], device_id: int | None,
@@ -136,16 +138,15 @@ class VendorNode:
     @staticmethod
     def _signatures(cm: Any) -> dict[str, Any]:
         """The vendor cache-manager methods this implementation has, with their signatures for the parent's
-        forwarders (None where a signature cannot be taken or does not pickle)."""
+        forwarders (None where a signature cannot be taken; a default that is not data crosses as its repr)."""
         out: dict[str, Any] = {}
         for name in CACHE_MANAGER:
             method = getattr(cm, name, None)
             if method is None:
                 continue
             try:
-                sig = inspect.signature(method)
-                pickle.dumps(sig)
-            except Exception:  # noqa: BLE001 - an unpicklable default: the forwarder goes without
+                sig: inspect.Signature | None = inspect.signature(method)
+            except (TypeError, ValueError):  # a native method without one: the forwarder goes without
                 sig = None
             out[name] = sig
         return out
@@ -255,6 +256,11 @@ class VendorNode:
             if inject is None:
                 raise NotImplementedError(f"fault {fault.get('kind')!r} is not supported by {self.module_name}")
             return inject(self._datadist(), dict(fault))
+        if name == "bench_raw":  # a benchmark's baseline: the implementation's own transfer, without push_cache
+            bench = getattr(self.vendor, "conformance_bench_raw", None)
+            if bench is None:
+                raise NotImplementedError(f"{self.module_name} has no raw transfer to measure")
+            return bench(self._datadist(), *args)
         raise AttributeError(f"node has no method {name!r}")
 
 
@@ -270,5 +276,5 @@ def node_main(conn: Any, parent_pid: int, authkey: bytes, module_name: str, env:
     try:
         rt = VendorNode(module_name)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
-        report_start_failure(conn, exc, lambda e: encode_error(e, None, pickle.dumps))
+        report_start_failure(conn, exc)
     serve(conn, rt, (rt.ip, rt.port))

@@ -6,16 +6,15 @@ on the pipe, answered by the node; a reader thread hands the answers back. :clas
 processes between clusters: ``give_back`` asks each live one to ``reset`` (back to its start-up state) and
 keeps those that answer in time; :class:`LeasedProcess` is a cluster's handle, dead once the cluster is closed.
 
-The codec decides what travels (``dumps`` / ``loads`` for messages, ``decode_error`` for an exception the
-node reported); ``gone`` builds the exception a call into a dead process raises. Nothing here knows which
-implementation the node runs.
+The codec (:class:`nodehost.wire.ParentCodec`) decides what travels: data only, in frames whose length is
+checked before they are read; ``gone`` builds the exception a call into a dead process raises. Nothing here knows
+which implementation the node runs.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import pickle
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +22,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from datawire import ErrorRecord, WireError, frames
+
 from .connection import shutdown_connection
+from .wire import OK, read_first, read_reply
 
 READY_TIMEOUT_S = 120.0
 STOP_GRACE_S = 3.0
@@ -33,11 +35,11 @@ DEFAULT_POOL_SIZE = 8
 
 
 class Codec(Protocol):
-    def dumps(self, obj: Any) -> bytes: ...
+    def request(self, req: int, op: str, args: Any, kwargs: Any) -> bytes: ...
 
-    def loads(self, data: bytes) -> Any: ...
+    def reply(self, payload: bytes) -> Any: ...
 
-    def decode_error(self, payload: Any, where: str) -> BaseException: ...
+    def _error(self, record: Any) -> BaseException: ...
 
 
 class _Pending:
@@ -64,15 +66,13 @@ class NodeProcess:
         self._setup(conn, process, codec, label, gone)
 
     @classmethod
-    def via_agent(cls, agent: tuple[str, int], key: bytes, target: str, args: Sequence[Any], codec: Codec,
-                  label: str, gone: Callable[[str], BaseException]) -> NodeProcess:
-        """A node process that the node agent at ``agent`` starts and relays (nodehost.agent)."""
-        from .agent import AgentProcess, connect
-
-        conn = connect(agent, key, target, args, label)
+    def on_host(cls, host: Any, module: str, env: Mapping[str, str], authkey: bytes, codec: Codec, label: str,
+                gone: Callable[[str], BaseException]) -> NodeProcess:
+        """A node process running ``module`` on another host (a :class:`nodehost.hosts.Host`, reached over SSH)."""
+        conn, process = host.start(label, module, env, authkey)
         self = cls.__new__(cls)
-        self._setup(conn, AgentProcess(conn), codec, label, gone)
-        self.agent = agent
+        self._setup(conn, process, codec, label, gone)
+        self.host = host.spec
         return self
 
     def _setup(self, conn: Any, process: Any, codec: Codec, label: str, gone: Callable[[str], BaseException]) -> None:
@@ -81,8 +81,8 @@ class NodeProcess:
         self._gone_exc = gone
         self.conn = conn
         self.process = process
-        self.agent: tuple[str, int] | None = None
-        self.pid: int = process.pid if process.pid is not None else -1  # an agent's node: known once ready
+        self.host: str | None = None  # the other host's spec, for a node there
+        self.pid: int = process.pid if process.pid is not None else -1  # another host's node: known once ready
         self.address: Any = None
         self.dead = threading.Event()
         self._lock = threading.Lock()
@@ -103,17 +103,23 @@ class NodeProcess:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{self.label} process did not start within {READY_TIMEOUT_S:.0f} s")
         try:
-            kind, *payload = pickle.loads(self.conn.recv_bytes())
+            first = read_first(frames.recv(self.conn))
         except (EOFError, OSError):
             self.process.join(1.0)
             raise RuntimeError(f"{self.label} process exited during start-up (exit code {self.process.exitcode}); "
                                "a script that opens clusters needs an `if __name__ == '__main__':` guard "
                                "(spawn start method)") from None
-        if kind == "fail":
-            raise self.codec.decode_error(payload[0], f"{self.label} start-up")
-        self.address = payload[0]
+        except WireError as exc:
+            raise RuntimeError(f"{self.label} process sent a first message that is not the wire's: {exc}") from None
+        if first[0] == "fail":
+            if len(first) != 2 or not isinstance(first[1], ErrorRecord):
+                raise RuntimeError(f"{self.label} process failed to start and said something else than why")
+            raise self.codec._error(first[1])
+        if len(first) != 3 or not isinstance(first[1], tuple) or type(first[2]) is not int:
+            raise RuntimeError(f"{self.label} process reported ready with something else than (address, pid)")
+        self.address = first[1]
         if self.pid == -1:
-            self.pid = int(payload[1])
+            self.pid = int(first[2])
             self.process.pid = self.pid
         self._reader = threading.Thread(target=self._read_loop, name=f"{self.label}-reader", daemon=True)
         self._reader.start()
@@ -121,20 +127,21 @@ class NodeProcess:
     def _read_loop(self) -> None:
         try:
             while True:
-                data = self.conn.recv_bytes()
+                req, status, payload = read_reply(frames.recv(self.conn))
                 try:
-                    req, status, value, _seen = self.codec.loads(data)
-                except Exception as exc:  # noqa: BLE001 - an undecodable reply fails that request only
-                    req, status, value = getattr(exc, "req", 0), "local_err", exc
+                    value: Any = self.codec.reply(payload)
+                except WireError as exc:  # an undecodable reply fails that request only
+                    status, value = "local_err", RuntimeError(f"{self.label} answered with something that is "
+                                                              f"not data: {exc}")
                 with self._lock:
                     p = self._pending.pop(req, None)
                 if p is not None:
                     p.status, p.value = status, value
                     p.event.set()
-        except (EOFError, OSError):
-            pass
+        except (EOFError, OSError, WireError):
+            pass  # a closed connection, or one that broke the wire: the node is gone either way
         finally:
-            mark_gone = getattr(self.process, "mark_gone", None)  # an agent's node: the connection is its life
+            mark_gone = getattr(self.process, "mark_gone", None)  # another host's node: its channel is its life
             if mark_gone is not None:
                 mark_gone()
             self.dead.set()
@@ -154,14 +161,14 @@ class NodeProcess:
         """``call`` with a bound on the wait (TimeoutError past it; the request is then abandoned)."""
         p = _Pending()
         req = next(self._ids)
-        data = self.codec.dumps((req, op, args, kwargs))
+        data = self.codec.request(req, op, args, kwargs)
         with self._lock:
             if self.dead.is_set():
                 raise self.gone()
             self._pending[req] = p
         try:
             with self._send_lock:
-                self.conn.send_bytes(data)
+                frames.send(self.conn, data)
         except (OSError, ValueError):
             with self._lock:
                 self._pending.pop(req, None)
@@ -170,11 +177,9 @@ class NodeProcess:
             with self._lock:
                 self._pending.pop(req, None)
             raise TimeoutError(f"{self.label} did not answer {op!r} within {timeout} s")
-        if p.status == "ok":
+        if p.status == OK:
             return p.value
-        if p.status == "err":
-            raise self.codec.decode_error(p.value, self.label)
-        if p.status == "local_err":
+        if p.status in ("err", "local_err") and isinstance(p.value, BaseException):
             raise p.value
         raise self.gone()
 
@@ -183,7 +188,7 @@ class NodeProcess:
         return self.process.exitcode is None and not self.dead.is_set()
 
     def kill(self) -> None:
-        """SIGKILL the process (an agent's node: close its connection, the agent kills it); wait until gone."""
+        """SIGKILL the process (another host's node: the other host kills it); wait until gone."""
         if self.process.exitcode is None:
             try:
                 self.process.kill()
@@ -200,7 +205,7 @@ class NodeProcess:
             return
         try:
             with self._send_lock:
-                self.conn.send_bytes(self.codec.dumps((0, "exit", (), {})))
+                frames.send(self.conn, self.codec.request(0, "exit", (), {}))
         except (OSError, ValueError):
             pass
 

@@ -94,12 +94,17 @@ class MultiprocessCacheManager(CacheManager):
         session = PushSession()
         outer = getattr(self._tls, "session", None)
         self._tls.session = session
+        rt = self.runtime
+        if rt is not None:
+            rt.pushes.started()  # a reset waits until the previous cluster's pushes have ended
         try:
             super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range,
                                size, tensor_num_per_layer)
         finally:
             self._tls.session = outer
             self._end_session(session)
+            if rt is not None:
+                rt.pushes.ended()
 
     def _session(self) -> PushSession:
         s = getattr(self._tls, "session", None)

@@ -1,39 +1,31 @@
-"""The node process: one reference LLMDataDist + :class:`MultiprocessCacheManager` + a NIXL agent.
+"""What a process of the multi-process reference holds: one reference LLMDataDist + :class:`MultiprocessCacheManager`
++ a NIXL agent + the control plane to the other nodes.
 
-``node_main`` is the process entry point (multiprocessing spawn). It sets the NIXL/UCX environment, creates
-the agent and the control listener, reports ``("ready", address, pid)`` on the parent pipe and then serves
-requests from the parent, each in a worker thread (so a push running in one thread does not block a
-``read_tensor`` in another). It exits when the parent pipe closes, when the parent says ``exit``, or when the
-parent process is gone (watchdog): no node process outlives its parent.
-
-A node process serves one cluster at a time and may serve many in turn (the parent's pool): ``reset`` takes
-it back to the state it had right after start-up (see :meth:`NodeRuntime.reset`), keeping only what is
-expensive to make and holds nothing of a cluster: the interpreter, the NIXL agent with its scratch buffer, and
-the control listener.
+The process is a node host's node process (``nodehost``: its pipe, its request loop, its pool); the reference
+behind the vendor API (:mod:`.datadist`) makes one :class:`NodeRuntime` per process, on the first ``init``. A
+process serves one cluster at a time and may serve many in turn (the node host's pool): ``finalize`` takes it back
+to the state it had right after start-up (:meth:`NodeRuntime.reset`), keeping only what is expensive to make and
+holds nothing of a cluster: the NIXL agent with its scratch buffer, and the control listener.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodehost.serve import ActiveRequests, report_start_failure, serve, start_watchdog
+from nodehost.serve import ActiveRequests
 
 from ..backend import ReferenceNode
-from ..enums import LLMRole, Placement
-from ..fabric import Fabric
+from ..enums import LLMRole
 from ..llm_datadist import LLMDataDist
 from ..status import LLMStatusCode
 from .cache_manager import MultiprocessCacheManager
 from .control import ControlServer, PeerLink, PinTable, ServerConn
 from .real_memory import RealMemoryLLMDataDist
-from .transport import NixlTransport, apply_node_env
-from .wire import NodeCodec, encode_exception
+from .transport import NixlTransport
 
 ACTIVE_POLL_S = 50e-6
 IDLE_POLL_S = 0.05
@@ -45,11 +37,10 @@ RESET_DRAIN_S = 5.0
 
 
 class NodeRuntime:
-    """Everything a node process holds; ``dispatch`` serves the parent's requests."""
+    """Everything a node process holds beyond the node host's request loop."""
 
     def __init__(self, authkey: bytes, listen: tuple[str, int] | None = None) -> None:
         self.authkey = authkey
-        self.codec = NodeCodec(-1)
         self.transport = NixlTransport(f"rimp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         self.pins = PinTable()
         self.links: dict[int, PeerLink] = {}
@@ -58,8 +49,8 @@ class NodeRuntime:
         self._previous: Any = None  # the engine of the node before the last reset (see reset)
         self.node: ReferenceNode | None = None
         self.control = ControlServer(authkey, self._on_control, lambda sc: self.pins.release_owner(sc), listen)
-        #: requests being served now (the reset waits for the previous cluster's to end)
-        self.active = ActiveRequests()
+        #: pushes running now (the reset waits for the previous cluster's to end)
+        self.pushes = ActiveRequests()
         self.resets = 0
         self._busy_until = 0.0  # progress like during a push until then (a link's warm-up WRITE)
         threading.Thread(target=self._notif_loop, name="nixl-notifs", daemon=True).start()
@@ -70,34 +61,6 @@ class NodeRuntime:
             self.control.close()
             self.control = ControlServer(self.authkey, self._on_control, lambda sc: self.pins.release_owner(sc),
                                          address)
-
-    # ---- parent requests ----------------------------------------------------------------------------
-    def dispatch(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        if op == "cm":
-            method, cargs, ckwargs = args
-            return getattr(self._datadist().cache_manager, method)(*cargs, **ckwargs)
-        if op == "node":
-            method, nargs = args
-            return self._node_call(method, nargs)
-        if op == "node_each":  # one request for a per-tensor step; stops at the first exception
-            method, arg_lists = args
-            return [self._node_call(method, nargs) for nargs in arg_lists]
-        if op == "cm_attr":
-            return getattr(self._datadist().cache_manager, args[0])
-        if op == "init":
-            return self.init(*args)
-        if op == "link":
-            return int(self.link(*args))
-        if op == "unlink":
-            return int(self.unlink(*args))
-        if op == "bench_raw":
-            return self.bench_raw(*args)
-        if op == "stats":
-            return self.stats()
-        if op == "reset":
-            self.reset()
-            return self.stats()
-        raise ValueError(f"unknown node request {op!r}")
 
     def stats(self) -> dict[str, Any]:
         """What this process holds; the pool's isolation self-test reads it after a reset."""
@@ -125,8 +88,8 @@ class NodeRuntime:
         self._previous = datadist.engine if datadist is not None and datadist.is_initialized else None
         if datadist is not None:
             datadist.finalize()
-        if not self.active.wait_idle(RESET_DRAIN_S):  # this request itself is one of the active ones
-            raise RuntimeError(f"{self.active.count - 1} request(s) of the previous cluster still running")
+        if not self.pushes.wait_idle(RESET_DRAIN_S, keep=0):
+            raise RuntimeError(f"{self.pushes.count} push(es) of the previous cluster still running")
         with self._links_lock:
             links, self.links = self.links, {}
         for peer in links.values():
@@ -135,7 +98,6 @@ class NodeRuntime:
         old_pins, self.pins = self.pins, PinTable()
         old_pins.release_all()
         self.transport.reset()
-        self.codec = self.codec.successor()
         self.resets += 1
 
     def _datadist(self) -> LLMDataDist:
@@ -143,26 +105,14 @@ class NodeRuntime:
             raise RuntimeError("node is not initialized")
         return self.datadist
 
-    def init(self, role: int, cluster_id: int, options: dict[str, str], slot: int,
-             cache_manager_cls: type[MultiprocessCacheManager] = MultiprocessCacheManager,
-             real_memory: bool = False) -> bool:
-        """Build this node's LLMDataDist. ``real_memory``: its memory at real addresses of this process (each
-        segment registered with NIXL as it is made), so that others can read and write it by address (the
-        node host does, through the vendor API); otherwise simulated addresses on a private Fabric."""
-        if real_memory:
-            datadist: LLMDataDist = RealMemoryLLMDataDist(LLMRole(role), cluster_id, cache_manager_cls=cache_manager_cls,
-                                                          on_segment=self.transport.register)
-        else:
-            fabric = Fabric()
-            for _ in range(slot):  # distinct simulated address ranges per node, as on one in-process fabric
-                fabric.new_slot()
-            datadist = LLMDataDist(LLMRole(role), cluster_id, fabric=fabric, cache_manager_cls=cache_manager_cls)
+    def init(self, role: int, cluster_id: int, options: dict[str, str],
+             cache_manager_cls: type[MultiprocessCacheManager] = MultiprocessCacheManager) -> bool:
+        """Build this node's LLMDataDist, its memory at real addresses of this process (each segment registered
+        with NIXL as it is made), so that others can read and write it by address (the node host does, through
+        the vendor API)."""
+        datadist: LLMDataDist = RealMemoryLLMDataDist(LLMRole(role), cluster_id, cache_manager_cls=cache_manager_cls,
+                                                      on_segment=self.transport.register)
         datadist.init(dict(options))
-        self.codec.cluster_id = cluster_id
-        engine = datadist.engine
-        for pool in (engine.device_pool, engine.host_pool):
-            if pool is not None:
-                self.transport.register(pool.segment.data.ctypes.data, pool.segment.data.size)
         enabled = True
         try:
             cm = datadist.cache_manager
@@ -174,22 +124,6 @@ class NodeRuntime:
         self.datadist = datadist
         self.node = ReferenceNode(datadist)
         return enabled
-
-    def _node_call(self, method: str, args: Sequence[Any]) -> Any:
-        node = self.node
-        if node is None:
-            raise RuntimeError("node is not initialized")
-        if method == "alloc_memory":
-            placement, nbytes = args
-            addr = node.alloc_memory(placement, nbytes)
-            space = node.engine.memory.space(Placement[placement])
-            seg = space.find(addr, int(nbytes))
-            assert seg is not None
-            self.transport.register(seg.data.ctypes.data, seg.data.size)
-            return addr
-        if method not in ("write_tensor", "read_tensor", "read_memory", "write_memory", "inject"):
-            raise AttributeError(f"node has no method {method!r}")
-        return getattr(node, method)(*args)
 
     # ---- links (this node is the client) --------------------------------------------------------------
     def link(self, server_id: int, address: tuple[str, int]) -> LLMStatusCode:
@@ -331,14 +265,3 @@ class NodeRuntime:
                 self.transport.drain_notifs()
             except Exception:  # noqa: BLE001 - keep draining
                 pass
-
-
-def node_main(conn: Any, parent_pid: int, authkey: bytes) -> None:
-    """Process entry point (spawn)."""
-    apply_node_env()
-    start_watchdog(parent_pid)
-    try:
-        rt = NodeRuntime(authkey)
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
-        report_start_failure(conn, exc, lambda e: encode_exception(e, pickle.dumps))
-    serve(conn, rt, rt.control.address)

@@ -114,10 +114,11 @@ def test_exceptions_cross_as_records_and_come_back_as_the_receivers_classes():
 
 
 def test_a_signature_crosses_with_its_defaults_and_an_opaque_repr_for_the_rest():
-    def f(a, b=2, *args, c=None, d=object, **kw):  # noqa: ANN001, ANN002, ANN003
+    def f(a, b: int = 2, *args, c: range | None = None, d=object, **kw) -> None:  # noqa: ANN001, ANN002, ANN003
         return None
 
     sig = roundtrip(inspect.signature(f))
+    assert str(sig) == str(inspect.signature(f))  # annotations as their text, the default object as its repr
     assert list(sig.parameters) == ["a", "b", "args", "c", "d", "kw"]
     assert sig.parameters["b"].default == 2 and sig.parameters["c"].default is None
     assert isinstance(sig.parameters["d"].default, Opaque) and repr(sig.parameters["d"].default) == "<class 'object'>"
@@ -144,7 +145,7 @@ def test_a_pickle_is_never_unpickled(tmp_path):
     msgpack.packb(msgpack.ExtType(3, b"\x05\x00\x00\x00" + msgpack.packb(["|O8", [1]]))),
     msgpack.packb(msgpack.ExtType(3, b"\x09\x00\x00\x00" + msgpack.packb(["<u1", [1 << 40]]))),
     msgpack.packb(msgpack.ExtType(5, msgpack.packb([0, "x", 1]))),
-    msgpack.packb({(): 1}), msgpack.packb(msgpack.ExtType(11, msgpack.packb([["not an identifier!", 1, False, None]]))),
+    msgpack.packb({(): 1}), msgpack.packb(msgpack.ExtType(11, msgpack.packb([[["not an identifier!", 1, False, None, None]], None]))),
 ])
 def test_malformed_messages_are_one_line_wire_errors(data):
     with pytest.raises(WireError) as info:
