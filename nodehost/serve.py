@@ -10,13 +10,12 @@ the parent process is gone, so no node process outlives its parent.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from datawire import WireError, frames
+from datawire import frames
 
 from .wire import ERR, OK, first_frame
 
@@ -101,16 +100,9 @@ def serve(conn: Any, rt: Runtime, address: Any) -> None:
             os._exit(0)
 
     pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="node-req")
-    while True:
-        try:
-            data = frames.recv(conn)
-        except (EOFError, OSError, WireError):
-            break
-        try:
-            (req, op, args, kwargs), seen = rt.codec.decode_request(data)
-        except WireError as exc:  # not the parent's wire: nothing more is taken from this pipe
-            print(f"node process: a request that is not the wire's: {exc}", file=sys.stderr, flush=True)
-            break
+    # a reset replaces the codec: read it for every request
+    for (req, op, args, kwargs), seen in frames.incoming(conn, lambda data: rt.codec.decode_request(data),
+                                                         "node process"):
         if op == "exit":
             break
         rt.active.started()  # counted before the worker runs, so a reset that follows sees it

@@ -139,16 +139,8 @@ def serve(conn: Connection, target: str) -> None:
         "name": str(getattr(backend, "name", "") or ""), "version": str(getattr(backend, "version", "?")),
         "target": resolved, "caps": caps, "caps_left_out": left_out})))
     with ThreadPoolExecutor(max_workers=32, thread_name_prefix="request") as pool:
-        while True:
-            try:
-                data = frames.recv(conn)
-            except (EOFError, OSError, WireError):
-                break
-            try:
-                rid, op, hid, name, args, kwargs, released, threaded = codec.decode(data)
-            except (WireError, ValueError, TypeError) as exc:
-                print(f"isolation child: a request that is not the wire's: {exc}", file=sys.stderr, flush=True)
-                break
+        for request in frames.incoming(conn, codec.decode, "isolation child"):
+            rid, op, hid, name, args, kwargs, released, threaded = request
             if released:
                 registry.release(released)
             if op == "stop":

@@ -1,6 +1,6 @@
 """Isolation protects the kit (issue 21): a backend cannot run code in the kit's process through what it sends,
-its KeyboardInterrupt is its own failure, a crash is seen when its process exits, nothing it starts outlives the
-run, and SIGTERM / SIGHUP end a run as Ctrl-C does.
+its KeyboardInterrupt is its own failure, a crash is seen when its process exits, and nothing it starts outlives
+the run (SIGTERM and SIGHUP ending a run as Ctrl-C does: tests/kit/test_isolation.py).
 
 The fakes (``fakes/hostile_backend.py``, ``fakes/crash_backend.py``) meet their defect on the pushes from source
 batch 1, which ``push_cache.data.src_batch_slice`` makes among passing tests.
@@ -9,18 +9,14 @@ batch 1, which ``push_cache.data.src_batch_slice`` makes among passing tests.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conformance_tests.exitcodes import NOT_CERTIFIED, PARTIAL, USAGE_ERROR
-from tests.helpers import ROOT, child_pythonpath
-from tests.helpers.certify import FAKES, certify
+from conformance_tests.exitcodes import NOT_CERTIFIED, USAGE_ERROR
+from tests.helpers.certify import certify
+from tests.helpers.processes import process_gone
 
 CLAUSES = "push_cache.data.src_batch_slice"
 BATCH_1 = "push_cache.data.src_batch_slice-batch_1"
@@ -101,53 +97,4 @@ def test_a_crash_is_seen_when_the_process_exits_even_with_a_daemon_holding_its_p
     assert row["outcome"] == "error" and "was killed by signal SIGSEGV" in row["message"], row
     assert row["duration_s"] < 5, f"the crash was seen {row['duration_s']:.1f}s into the test, not at its exit"
     orphan = int(pid_file.read_text())
-    assert not _alive(orphan), f"the backend's daemon {orphan} outlived the run"
-
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_sigterm_and_sighup_end_the_run_as_ctrl_c_does(tmp_path, sig):
-    """A partial report beside the full one (left as it was), exit code 5, the backend's process ended."""
-    out = tmp_path / "r"
-    out.mkdir()
-    full = json.dumps({"verdict": {"label": "CERTIFIED"}, "completeness": {"full": True}})
-    (out / "report.json").write_text(full, encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=child_pythonpath([FAKES]))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "conformance_tests", "certify", "--backend", "crash_backend:gil_hang",
-         "--isolation", "process", "--clauses", CLAUSES, "--timeout", "120", "--report-dir", str(out)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    child = None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and child is None:
-        time.sleep(0.5)
-        child = _backend_process_of(proc.pid)
-    assert child is not None, "the backend's process never started"
-    time.sleep(3)  # into the hanging test
-    proc.send_signal(sig)
-    text, _ = proc.communicate(timeout=60)
-    assert proc.returncode == PARTIAL, text[-3000:]
-    partial = json.loads((out.with_name("r.partial") / "report.json").read_text(encoding="utf-8"))
-    assert f"{sig.name} received" in (partial["completeness"]["interrupted"] or ""), partial["completeness"]
-    assert (out / "report.json").read_text(encoding="utf-8") == full, "the full report was overwritten"
-    time.sleep(0.5)
-    assert not _alive(child), "the backend's process outlived the run"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _backend_process_of(parent: int) -> int | None:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                cmd = (entry / "cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == parent and "conformance_tests.isolation.child" in cmd:
-                return int(entry.name)
-    return None
+    assert process_gone(orphan), f"the backend's daemon {orphan} outlived the run"
