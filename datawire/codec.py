@@ -41,7 +41,9 @@ MAX_DEPTH = 64
 MAX_BIGINT_DIGITS = 400
 
 # extension type codes
-TUPLE, BIGINT, ARRAY, SCALAR, RANGE, OBJECT, ENUM, VALUE, HANDLE, ERROR, SIGNATURE, OPAQUE = range(1, 13)
+TUPLE, BIGINT, ARRAY, SCALAR, RANGE, OBJECT, ENUM, VALUE, HANDLE, ERROR, SIGNATURE, OPAQUE, ARRAY_OOB = range(1, 14)
+#: raw array bytes after a message's body start at a multiple of this
+ALIGN = 8
 
 _DTYPE = re.compile(r"^[<>|=]?[biufc][0-9]{1,2}$")
 
@@ -133,12 +135,34 @@ class Codec:
 
     def encode(self, obj: Any) -> bytes:
         """The bytes of ``obj``; :class:`NotData` names what cannot cross."""
-        return msgpack.packb(self._wire(obj, 0), use_bin_type=True)
+        return b"".join(self.encode_parts(obj))
 
-    def _pack(self, obj: Any, depth: int) -> bytes:
-        return msgpack.packb(self._wire(obj, depth), use_bin_type=True)
+    def encode_parts(self, obj: Any) -> list[Any]:
+        """The message as buffers to write one after the other (no copy of an array's bytes): the body's length,
+        the body (msgpack), then each array's bytes (aligned), in the order the body names them."""
+        raws: list[memoryview] = []
+        body = msgpack.packb(self._wire(obj, 0, _Out(raws, {})), use_bin_type=True)
+        parts: list[Any] = [len(body).to_bytes(4, "little"), body]
+        offset = 4 + len(body)
+        for raw in raws:
+            pad = -offset % ALIGN
+            if pad:
+                parts.append(bytes(pad))
+                offset += pad
+            parts.append(raw)
+            offset += raw.nbytes
+        return parts
 
-    def _wire(self, obj: Any, depth: int) -> Any:
+    def _pack(self, obj: Any, depth: int, out: _Out | None = None) -> bytes:
+        """An extension value's payload, packed apart (its arrays in band)."""
+        return msgpack.packb(self._wire(obj, depth, _Out(None, out.memo if out is not None else {})),
+                             use_bin_type=True)
+
+    def _wire(self, obj: Any, depth: int, out: _Out | None = None) -> Any:
+        """``obj`` as msgpack's types and extension values; arrays out of band into ``out.raws`` where there is one
+        (inside an extension value, which is packed apart, they stay in band); an object named by its class
+        (an enum member, a value, a handle) is made once per message however often the message names it."""
+        out = out if out is not None else _Out(None, {})
         t = type(obj)
         if obj is None or t is bool or t is float or t is str or t is bytes:
             return obj
@@ -149,17 +173,22 @@ class Codec:
         if depth > MAX_DEPTH:
             raise NotData(f"containers nested more than {MAX_DEPTH} deep")
         if t is list:
-            return [self._wire(x, depth + 1) for x in obj]
-        if t is dict:
-            return {self._wire(k, depth + 1): self._wire(v, depth + 1) for k, v in obj.items()}
-        if t is tuple:
-            return msgpack.ExtType(TUPLE, self._pack(list(obj), depth + 1))
+            return [self._wire(x, depth + 1, out) for x in obj]
+        if t is dict:  # a tuple key cannot be a list: it crosses packed in its tuple extension
+            return {(msgpack.ExtType(TUPLE, self._pack(list(k), depth + 1, out)) if type(k) is tuple
+                     else self._wire(k, depth + 1, out)): self._wire(v, depth + 1, out) for k, v in obj.items()}
+        if t is tuple:  # a list led by the tuple mark (no packing apart, so its arrays may stay out of band)
+            return [_TUPLE_MARK, *(self._wire(x, depth + 1, out) for x in obj)]
         if isinstance(obj, np.ndarray):
-            return msgpack.ExtType(ARRAY, _array_bytes(obj))
+            if out.raws is None:
+                return msgpack.ExtType(ARRAY, _array_bytes(obj))
+            head, body = _array_parts(obj)
+            out.raws.append(body)
+            return msgpack.ExtType(ARRAY_OOB, head)
         if isinstance(obj, np.generic) and not isinstance(obj, (np.str_, np.bytes_, np.void)):
             return msgpack.ExtType(SCALAR, _array_bytes(np.asarray(obj)))
         if t is range:
-            return msgpack.ExtType(RANGE, self._pack([obj.start, obj.stop, obj.step], depth + 1))
+            return msgpack.ExtType(RANGE, self._pack([obj.start, obj.stop, obj.step], depth + 1, out))
         if t is object:
             return msgpack.ExtType(OBJECT, b"")
         if t is bytearray or t is memoryview:
@@ -167,23 +196,30 @@ class Codec:
         if isinstance(obj, BaseException):
             from .errors import record_of
 
-            return msgpack.ExtType(ERROR, self._pack(record_of(obj).as_list(), depth + 1))
+            return msgpack.ExtType(ERROR, self._pack(record_of(obj).as_list(), depth + 1, out))
         if t is ErrorRecord:
-            return msgpack.ExtType(ERROR, self._pack(obj.as_list(), depth + 1))
+            return msgpack.ExtType(ERROR, self._pack(obj.as_list(), depth + 1, out))
         if t is inspect.Signature:
-            return msgpack.ExtType(SIGNATURE, self._pack(self._signature(obj), depth + 1))
+            return msgpack.ExtType(SIGNATURE, self._pack(self._signature(obj), depth + 1, out))
         if t is Opaque:
             return msgpack.ExtType(OPAQUE, obj.text.encode("utf-8"))
+        made = out.memo.get(id(obj))
+        if made is not None:
+            return made
         named = self.names.kind_of(t)
         if named is not None:
             kind, name = named
             if kind == "enum":
-                return msgpack.ExtType(ENUM, self._pack([name, obj.name], depth + 1))
-            return msgpack.ExtType(VALUE, self._pack(self._value_args(name, obj), depth + 1))
-        handle = self.export(obj) if self.export is not None else None
-        if handle is None:
-            raise NotData(f"a {t.__module__}.{t.__qualname__} is not data")
-        return msgpack.ExtType(HANDLE, self._pack(handle, depth + 1))
+                made = msgpack.ExtType(ENUM, self._pack([name, obj.name], depth + 1, out))
+            else:
+                made = msgpack.ExtType(VALUE, self._pack(self._value_args(name, obj), depth + 1, out))
+        else:
+            handle = self.export(obj) if self.export is not None else None
+            if handle is None:
+                raise NotData(f"a {t.__module__}.{t.__qualname__} is not data")
+            made = msgpack.ExtType(HANDLE, self._pack(handle, depth + 1, out))
+        out.memo[id(obj)] = made
+        return made
 
     @staticmethod
     def _value_args(name: str, obj: Any) -> list[Any]:
@@ -217,18 +253,26 @@ class Codec:
 
     # ------------------------------------------------------------------------------------------ decoding
 
-    def decode(self, data: bytes) -> Any:
-        """The value ``data`` holds; :class:`WireError` (one line) for anything that is not the wire's data."""
+    def decode(self, data: Any) -> Any:
+        """The value a message (``encode``'s bytes, or a buffer holding them) holds; :class:`WireError` (one line)
+        for anything that is not the wire's data. Its arrays are views of ``data`` where that is writable (a
+        received frame), copies otherwise."""
         try:
-            return msgpack.unpackb(data, ext_hook=self._ext, raw=False, strict_map_key=False)
+            message = _Message(self, data)
+            value = msgpack.unpackb(message.body, ext_hook=message.ext, list_hook=_tuples,
+                                    object_pairs_hook=_mapping, raw=False, strict_map_key=False)
+            message.done()
         except WireError:
             raise
         except Exception as exc:  # noqa: BLE001 - whatever the bytes were (nested too deep included), one line
             raise WireError(f"{type(exc).__name__}: {str(exc)[:200]}") from None
+        if value is _TUPLE:
+            raise WireError("a tuple mark out of place")
+        return value
 
     def _ext(self, code: int, data: bytes) -> Any:
-        if code == TUPLE:
-            return tuple(self._inner(data, list))
+        if code == TUPLE:  # the mark that leads a tuple's list, or (a dict's key) a tuple packed whole
+            return tuple(self._inner(data, list)) if data else _TUPLE
         if code == BIGINT:
             if len(data) > MAX_BIGINT_DIGITS or not re.fullmatch(rb"-?[0-9]+", data):
                 raise WireError("a big int that is not a decimal number")
@@ -275,7 +319,8 @@ class Codec:
         raise WireError(f"extension type {code} is not the wire's")
 
     def _inner(self, data: bytes, kind: type[list[Any]], length: int | None = None) -> Any:
-        value: Any = msgpack.unpackb(data, ext_hook=self._ext, raw=False, strict_map_key=False)
+        value: Any = msgpack.unpackb(data, ext_hook=self._ext, list_hook=_tuples, object_pairs_hook=_mapping,
+                                     raw=False, strict_map_key=False)
         if not isinstance(value, kind):
             raise WireError(f"a malformed extension value ({type(value).__name__})")
         if length is not None and len(value) != length:
@@ -289,31 +334,115 @@ class Codec:
         return values
 
 
-def _array_bytes(arr: np.ndarray) -> bytes:
+class _Out:
+    """One message being encoded: the arrays to write after its body (None inside an extension value), and what
+    each object named by its class was made into (by ``id``: the message holds every such object while it is
+    encoded)."""
+
+    __slots__ = ("raws", "memo")
+
+    def __init__(self, raws: list[memoryview] | None, memo: dict[int, Any]) -> None:
+        self.raws = raws
+        self.memo = memo
+
+
+class _Message:
+    """One message being decoded: its body, and the arrays' bytes after it (taken in order)."""
+
+    def __init__(self, codec: Codec, data: Any) -> None:
+        self.codec = codec
+        self.data = data
+        view = memoryview(data).cast("B")
+        if len(view) < 4:
+            raise WireError("a message shorter than its length prefix")
+        n = int.from_bytes(view[:4], "little")
+        if 4 + n > len(view):
+            raise WireError("a message body longer than the message")
+        self.view = view
+        self.body = view[4:4 + n]
+        self.offset = 4 + n
+        self.writable = not view.readonly
+        self.memo: dict[tuple[int, bytes], Any] = {}
+
+    def ext(self, code: int, data: bytes) -> Any:
+        if code in (ENUM, VALUE, HANDLE):  # the same bytes in one message are the same thing: made once
+            made = self.memo.get((code, data))
+            if made is None:
+                made = self.memo[(code, data)] = self.codec._ext(code, data)
+            return made
+        if code != ARRAY_OOB:
+            return self.codec._ext(code, data)
+        dtype, shape, count = _array_head(data)
+        self.offset += -self.offset % ALIGN
+        nbytes = count * dtype.itemsize
+        if self.offset + nbytes > len(self.view):
+            raise WireError("an array's bytes run past the message")
+        arr = np.frombuffer(self.data, dtype=dtype, count=count, offset=self.offset).reshape(shape)
+        self.offset += nbytes
+        return arr if self.writable else arr.copy()
+
+    def done(self) -> None:
+        if self.offset != len(self.view):
+            raise WireError(f"{len(self.view) - self.offset} bytes after the message's last array")
+
+
+#: what a tuple's list starts with on the wire; decoded, the mark becomes this object until the list is a tuple
+_TUPLE = object()
+_TUPLE_MARK = msgpack.ExtType(TUPLE, b"")
+
+
+def _tuples(items: list[Any]) -> Any:
+    if items and items[0] is _TUPLE:
+        items = items[1:]
+        kind: Any = tuple
+    else:
+        kind = list
+    if any(x is _TUPLE for x in items):
+        raise WireError("a tuple mark out of place")
+    return kind(items) if kind is tuple else items
+
+
+def _mapping(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    if any(k is _TUPLE or v is _TUPLE for k, v in pairs):
+        raise WireError("a tuple mark out of place")
+    return dict(pairs)
+
+
+def _array_parts(arr: np.ndarray) -> tuple[bytes, memoryview]:
+    """(the array's header: dtype and shape, its bytes as a view)."""
     if arr.dtype.kind not in "biufc" or arr.dtype.hasobject:
         raise NotData(f"a numpy array of {arr.dtype} is not data (only booleans and numbers are)")
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
-    head = msgpack.packb([arr.dtype.str, list(arr.shape)])
-    body: Any = arr.reshape(-1)
-    return b"".join((len(head).to_bytes(4, "little"), head, memoryview(body).cast("B")))
+    flat: Any = arr.reshape(-1)
+    return msgpack.packb([arr.dtype.str, list(arr.shape)]), memoryview(flat).cast("B")
+
+
+def _array_bytes(arr: np.ndarray) -> bytes:
+    head, body = _array_parts(arr)
+    return b"".join((len(head).to_bytes(4, "little"), head, body))
+
+
+def _array_head(head_bytes: bytes) -> tuple[np.dtype[Any], tuple[int, ...], int]:
+    """(dtype, shape, element count) of an array header: a numeric dtype and a shape, nothing else."""
+    head: Any = msgpack.unpackb(head_bytes, raw=False)
+    if not (isinstance(head, list) and len(head) == 2 and isinstance(head[0], str) and isinstance(head[1], list)
+            and _DTYPE.match(head[0]) and all(type(d) is int and d >= 0 for d in head[1]) and len(head[1]) <= 32):
+        raise WireError("an array header that is not a numeric dtype and a shape")
+    count = 1
+    for d in head[1]:
+        count *= d
+    return np.dtype(head[0]), tuple(head[1]), count
 
 
 def _array(data: bytes) -> np.ndarray:
     n = int.from_bytes(data[:4], "little")
     if n > 4096 or len(data) < 4 + n:
         raise WireError("a malformed array header")
-    head: Any = msgpack.unpackb(data[4:4 + n], raw=False)
-    if not (isinstance(head, list) and len(head) == 2 and isinstance(head[0], str) and isinstance(head[1], list)
-            and _DTYPE.match(head[0]) and all(type(d) is int and d >= 0 for d in head[1]) and len(head[1]) <= 32):
-        raise WireError("an array header that is not a numeric dtype and a shape")
-    dtype = np.dtype(head[0])
-    count = 1
-    for d in head[1]:
-        count *= d
+    dtype, shape, count = _array_head(data[4:4 + n])
     if count * dtype.itemsize != len(data) - 4 - n:
-        raise WireError(f"an array of shape {head[1]} and dtype {head[0]} with {len(data) - 4 - n} bytes")
-    return np.frombuffer(data, dtype=dtype, count=count, offset=4 + n).reshape(tuple(head[1])).copy()
+        raise WireError(f"an array of shape {list(shape)} and dtype {dtype.str} with {len(data) - 4 - n} bytes")
+    return np.frombuffer(data, dtype=dtype, count=count, offset=4 + n).reshape(shape).copy()
 
 
 def _annotation(annotation: Any) -> str | None:
@@ -339,7 +468,7 @@ def _signature(fields: list[Any]) -> inspect.Signature:
     return inspect.Signature(out, return_annotation=returns)
 
 
-def decode_plain(data: bytes) -> Any:
+def decode_plain(data: Any) -> Any:
     """A message of msgpack's own types only (a frame's header): no extension type is accepted."""
     def refuse(code: int, _data: bytes) -> Any:
         raise WireError(f"extension type {code} where plain data was expected")

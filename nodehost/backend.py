@@ -115,7 +115,10 @@ class HostNode(ProcessNode):
         self.proc = LeasedProcess(proc)
         self.address = tuple(init["address"])
         self.cache_manager_enabled = bool(init["cache_manager"])
-        self._cm = proxy_class(init.get("signatures", {}))(self)
+        signatures = init.get("signatures")
+        if signatures is not None or proc.cm_class is None:  # else the same class as the process's last cluster
+            proc.cm_class = proxy_class(signatures or {})
+        self._cm = proc.cm_class(self)
 
     @property
     def cache_manager(self) -> CacheManagerProxy:
@@ -154,11 +157,15 @@ class HostCluster:
                                  f"{len(parsed)} nodes")
             self._procs = self._lease(len(parsed))
             deadline = time.monotonic() + READY_TIMEOUT_S
+            inits = []
             for slot, ((cid, role, options), proc) in enumerate(zip(parsed, self._procs, strict=True)):
                 proc.label = f"node {cid}"
-                device = int(devices[slot]) if devices else None
-                ip = ips[slot] if slot < len(ips) else None
-                self._nodes[cid] = self._init_node(slot, proc, deadline, cid, role, options, device, ip)
+                proc.wait_ready(deadline)
+                args = (role, cid, options, int(devices[slot]) if devices else None,
+                        ips[slot] if slot < len(ips) else None)
+                inits.append((slot, cid, args, proc.submit("init", *args)))  # every node's init at once
+            for slot, cid, args, answer in inits:
+                self._nodes[cid] = self._init_node(slot, cid, args, answer, deadline)
         except BaseException:
             self.close()
             raise
@@ -187,11 +194,10 @@ class HostCluster:
     def _pool_of(self, proc: NodeProcess) -> NodePool | None:
         return self._backend.pool(proc.host)
 
-    def _init_node(self, slot: int, proc: NodeProcess, deadline: float, cid: int, role: str,
-                   options: dict[str, str], device: int | None, ip: str | None) -> HostNode:
-        proc.wait_ready(deadline)
+    def _init_node(self, slot: int, cid: int, args: tuple[Any, ...], answer: Any, deadline: float) -> HostNode:
+        proc = self._procs[slot]
         try:
-            init = proc.call("init", role, cid, options, device, ip)
+            init = answer(None)
         except Exception as exc:
             pool = self._pool_of(proc)
             if pool is None or proc.lease <= 1 or not self._may_be_the_process(exc):
@@ -201,7 +207,7 @@ class HostCluster:
             proc = self._procs[slot] = self._start_in(pool, proc.host, f"node {cid}")
             proc.lease += 1
             proc.wait_ready(deadline)
-            init = proc.call("init", role, cid, options, device, ip)
+            init = proc.call("init", *args)
         return HostNode(cid, proc, self._backend.api, init)
 
     def _may_be_the_process(self, exc: Exception) -> bool:

@@ -40,6 +40,10 @@ LISTEN_IP_ENV = "NODEHOST_LISTEN_IP"
 #: environment variable the node processes get: the pool's shared secret, hex
 KEY_ENV = "NODEHOST_KEY"
 RESET_DRAIN_S = 5.0
+#: requests that never wait on anything (see VendorNode.quick); the others (a push, a link, a deallocation that
+#: revokes pins, a reset) run on a worker thread, so requests from several of the parent's threads overlap
+QUICK_OPS = frozenset({"node", "node_each", "init", "cm_check"})
+QUICK_CM = frozenset({"allocate_cache", "register_cache", "allocate_blocks_cache", "register_blocks_cache"})
 LINK_TIMEOUT_MS = 10000
 
 
@@ -66,12 +70,18 @@ class VendorNode:
         self._device_ranges: list[tuple[int, int]] = []  # [addr, end) of known DEVICE memory
         self._ranges_lock = threading.Lock()
         self.datadist: Any = None
+        self._signatures_sent: type | None = None  # the cache-manager class whose signatures the parent has
         self.ip = os.environ.get(LISTEN_IP_ENV, "127.0.0.1")
         self.port = _free_port(self.ip)
         self.listen = (self.ip, self.port)  # this node's address in links (the device's ip when one is given)
         self.resets = 0
 
     # ---- requests ------------------------------------------------------------------------------------
+    def quick(self, op: str, args: Sequence[Any]) -> bool:
+        """Requests that never wait (on a peer, a pin or a push): nodehost.serve answers them on its reading
+        thread."""
+        return op in QUICK_OPS or (op == "cm" and bool(args) and args[0] in QUICK_CM)
+
     def dispatch(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         if op == "cm":
             name, cargs, ckwargs = args
@@ -132,8 +142,12 @@ class VendorNode:
         try:
             cm = datadist.cache_manager
         except Exception:  # noqa: BLE001 - the cache manager is off in these options
+            self._signatures_sent = None
             return {"cache_manager": False, "signatures": {}, "address": (ip, self.port)}
-        return {"cache_manager": True, "signatures": self._signatures(cm), "address": (ip, self.port)}
+        # the signatures go once per cache-manager class: the parent keeps them with this process
+        sent = type(cm) is self._signatures_sent
+        self._signatures_sent = type(cm)
+        return {"cache_manager": True, "signatures": None if sent else self._signatures(cm), "address": (ip, self.port)}
 
     @staticmethod
     def _signatures(cm: Any) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def check_spec(spec: str) -> str:
 
 
 class ChannelConnection:
-    """A node's frames over an execnet channel, as a ``multiprocessing.connection.Connection`` carries them."""
+    """A node's frames over an execnet channel (one channel message per frame, :mod:`datawire.frames`)."""
 
     def __init__(self, channel: Any, process: RemoteProcess) -> None:
         self._channel = channel
@@ -57,9 +57,9 @@ class ChannelConnection:
         self._held: list[Any] = []
         self._lock = threading.Lock()
 
-    def send_bytes(self, data: bytes) -> None:
+    def send_frame(self, frame: bytes) -> None:
         try:
-            self._channel.send(bytes(data))
+            self._channel.send(frame)
         except Exception as exc:  # noqa: BLE001 - a closed channel or a dead gateway
             raise OSError(f"the node's channel is closed ({type(exc).__name__})") from None
 
@@ -80,7 +80,7 @@ class ChannelConnection:
             self._held.append(item)
         return True
 
-    def recv_bytes(self, maxlength: int | None = None) -> bytes:
+    def recv_frame(self, maxlength: int | None = None) -> bytes:
         try:
             item = self._next(None)
         except Exception:  # noqa: BLE001 - EOFError, a remote error, a dead gateway

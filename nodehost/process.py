@@ -35,9 +35,9 @@ DEFAULT_POOL_SIZE = 8
 
 
 class Codec(Protocol):
-    def request(self, req: int, op: str, args: Any, kwargs: Any) -> bytes: ...
+    def request(self, req: int, op: str, args: Any, kwargs: Any) -> list[Any]: ...
 
-    def reply(self, payload: bytes) -> Any: ...
+    def reply(self, payload: Any) -> Any: ...
 
     def _error(self, record: Any) -> BaseException: ...
 
@@ -92,6 +92,8 @@ class NodeProcess:
         self._reader: threading.Thread | None = None
         #: bumped each time a cluster takes the process, and when it gives it back: old handles stop working
         self.lease = 0
+        #: the parent's cache-manager proxy class for what this process runs (its node sends the signatures once)
+        self.cm_class: Any = None
 
     def wait_ready(self, deadline: float) -> None:
         """Wait for the node's ``("ready", address, pid)`` (or its start-up failure)."""
@@ -159,6 +161,11 @@ class NodeProcess:
 
     def call_within(self, timeout: float | None, op: str, *args: Any, **kwargs: Any) -> Any:
         """``call`` with a bound on the wait (TimeoutError past it; the request is then abandoned)."""
+        return self.submit(op, *args, **kwargs)(timeout)
+
+    def submit(self, op: str, *args: Any, **kwargs: Any) -> Callable[[float | None], Any]:
+        """Send the request now; the returned function waits for its answer (at most its argument's seconds:
+        TimeoutError past it, the request then abandoned), so requests to several nodes run at once."""
         p = _Pending()
         req = next(self._ids)
         data = self.codec.request(req, op, args, kwargs)
@@ -173,15 +180,19 @@ class NodeProcess:
             with self._lock:
                 self._pending.pop(req, None)
             raise self.gone() from None
-        if not p.event.wait(timeout):
-            with self._lock:
-                self._pending.pop(req, None)
-            raise TimeoutError(f"{self.label} did not answer {op!r} within {timeout} s")
-        if p.status == OK:
-            return p.value
-        if p.status in ("err", "local_err") and isinstance(p.value, BaseException):
-            raise p.value
-        raise self.gone()
+
+        def answer(timeout: float | None) -> Any:
+            if not p.event.wait(timeout):
+                with self._lock:
+                    self._pending.pop(req, None)
+                raise TimeoutError(f"{self.label} did not answer {op!r} within {timeout} s")
+            if p.status == OK:
+                return p.value
+            if p.status in ("err", "local_err") and isinstance(p.value, BaseException):
+                raise p.value
+            raise self.gone()
+
+        return answer
 
     @property
     def running(self) -> bool:
@@ -284,17 +295,21 @@ class NodePool:
     """Node processes kept between clusters (``lease`` / ``give_back``), plus optional spares started early.
 
     Starting a node process (interpreter, imports, transfer-engine agent) costs ~0.8 s, and a certification
-    opens hundreds of clusters. ``give_back`` resets every live process of a closed cluster (the node's
-    ``reset`` request) and keeps those whose reset succeeded, up to ``max_idle``; a process that was killed,
-    died, or failed or timed out its reset is ended instead, so state a reset might have missed never reaches
-    another cluster. ``spares`` more are started ahead whenever a cluster takes processes.
+    opens hundreds of clusters. ``give_back`` asks every live process of a closed cluster to ``reset`` and returns
+    at once; the pool's settling thread keeps those whose reset succeeds, up to ``max_idle``, and ends the others (a
+    process that was killed, died, or failed or timed out its reset), so state a reset might have missed never
+    reaches another cluster. ``lease`` waits for resets under way before it starts a new process. ``spares`` more
+    are started ahead whenever a cluster takes processes.
 
     One pool serves one kind of node process (one target, one authkey): ``key`` names it.
     """
 
     def __init__(self, max_idle: int = DEFAULT_POOL_SIZE, key: str = "") -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._idle: list[NodeProcess] = []
+        #: processes whose reset is under way: (process, its answer, the deadline for it)
+        self._settling: list[tuple[NodeProcess, Callable[[float | None], Any], float]] = []
+        self._settler: threading.Thread | None = None
         self.max_idle = max_idle
         self.key = key
         self.authkey = os.urandom(32)
@@ -303,18 +318,29 @@ class NodePool:
         self.reset_timeout_s = RESET_TIMEOUT_S
 
     def idle_pids(self) -> list[int]:
+        """The idle processes, once the resets under way have settled."""
+        self.settle()
         with self._lock:
             return [p.pid for p in self._idle]
 
-    def lease(self, n: int, spares: int, codec: Codec, start: Starter) -> list[NodeProcess]:
-        """``n`` processes for a new cluster: idle ones first, then new ones from ``start(label)``."""
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait until no reset is under way (True), at most ``timeout`` seconds (default: a reset's bound)."""
+        limit = self.reset_timeout_s + STOP_GRACE_S + 5.0 if timeout is None else timeout
         with self._lock:
+            return self._lock.wait_for(lambda: not self._settling, limit)
+
+    def lease(self, n: int, spares: int, codec: Codec, start: Starter) -> list[NodeProcess]:
+        """``n`` processes for a new cluster: idle ones first (waiting for resets under way), then new ones from
+        ``start(label)``."""
+        with self._lock:
+            self._lock.wait_for(lambda: sum(p.running for p in self._idle) >= n or not self._settling,
+                                self.reset_timeout_s)
             live = [p for p in self._idle if p.running]
             stale = [p for p in self._idle if not p.running]
             taken, self._idle = live[:n], live[n:]
             self.reused += len(taken)
             fresh = n - len(taken)
-            top_up = max(0, spares - len(self._idle))
+            top_up = max(0, spares - len(self._idle) - len(self._settling))
             self.started += fresh + top_up
         taken += [start("node") for _ in range(fresh)]
         extra = [start("spare node") for _ in range(top_up)]
@@ -332,42 +358,52 @@ class NodePool:
         end_all([proc])
 
     def give_back(self, procs: Sequence[NodeProcess]) -> None:
-        """Reset the live ones (in parallel) and keep those that come back clean; end the others."""
+        """A closed cluster's processes: the live ones are reset (every reset at once, settled by the pool's
+        settling thread, while the caller goes on), the others ended."""
+        for p in procs:
+            p.lease += 1  # handles of the closed cluster stop working now, not at the next lease
         if self.max_idle <= 0:  # nothing would be kept: no reset, just end them
-            for p in procs:
-                p.lease += 1
             end_all(procs)
             return
-        ok: set[int] = set()
-        timeout = self.reset_timeout_s
-
-        def reset(p: NodeProcess) -> None:
-            try:
-                p.call_within(timeout, "reset")
-            except Exception:  # noqa: BLE001 - any failure means: do not reuse this process
-                return
-            ok.add(id(p))
-
-        live = [p for p in procs if p.running]
-        threads = [threading.Thread(target=reset, args=(p,), daemon=True) for p in live]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        keep: list[NodeProcess] = []
-        with self._lock:
-            for p in live:
-                if id(p) in ok and p.running and len(self._idle) + len(keep) < self.max_idle:
-                    p.lease += 1  # handles of the closed cluster stop working now, not at the next lease
-                    p.label = "idle node"
-                    keep.append(p)
-            self._idle.extend(keep)
+        deadline = time.monotonic() + self.reset_timeout_s
+        pending, lost = [], []
         for p in procs:
-            if p not in keep:
-                p.lease += 1
-        end_all([p for p in procs if p not in keep])
+            try:
+                if not p.running:
+                    raise RuntimeError("gone")
+                pending.append((p, p.submit("reset"), deadline))
+                p.label = "idle node"
+            except Exception:  # noqa: BLE001 - a process that cannot take the request is not reused
+                lost.append(p)
+        with self._lock:
+            self._settling.extend(pending)
+            if pending and self._settler is None:
+                self._settler = threading.Thread(target=self._settle_loop, name="pool-settle", daemon=True)
+                self._settler.start()
+            self._lock.notify_all()
+        end_all(lost)
+
+    def _settle_loop(self) -> None:
+        while True:
+            with self._lock:
+                self._lock.wait_for(lambda: bool(self._settling))
+                proc, answer, deadline = self._settling[0]
+            try:
+                answer(max(0.0, deadline - time.monotonic()))
+                ok = proc.running
+            except Exception:  # noqa: BLE001 - any failure means: do not reuse this process
+                ok = False
+            with self._lock:
+                self._settling.pop(0)
+                keep = ok and len(self._idle) < self.max_idle
+                if keep:
+                    self._idle.append(proc)
+                self._lock.notify_all()
+            if not keep:
+                end_all([proc])
 
     def close(self) -> None:
+        self.settle()
         with self._lock:
             procs, self._idle = self._idle, []
         end_all(procs)

@@ -4,7 +4,7 @@ The kit's host calls ``gateway.remote_exec(BOOTSTRAP)`` once per node process: a
 module (installed on this host) and runs :func:`node` on the new channel; nothing else crosses as code.
 :func:`node` reads one start message (data: ``["start", label, module, env, key]``), starts the node process
 here (multiprocessing spawn, :func:`nodehost.driver.node_main`) and relays frames between the channel and the
-node's pipe in both directions, bytes for bytes. The node listens on this host's address as the SSH connection
+node's pipe in both directions, whole frames (:mod:`datawire.frames`), checked on the way to the node. The node listens on this host's address as the SSH connection
 names it (``SSH_CONNECTION``), which is where the other nodes (and NIXL) reach it. When the channel closes, the
 kit asks (``"kill"``), or the node exits, the node process is killed and its exit code is the channel's last
 message (``["exit", code]``); when the gateway dies (the SSH connection is gone) the node's watchdog ends it.
@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import Any
 
-from datawire import decode_plain
+from datawire import decode_plain, frames
 
 #: what the kit's host executes in the gateway for each node process
 BOOTSTRAP = "import nodehost.remote as r; r.node(channel)"
@@ -63,7 +63,7 @@ def node(channel: Any) -> None:
     def node_to_channel() -> None:
         try:
             while True:
-                channel.send(parent_end.recv_bytes())
+                channel.send(frames.recv_raw(parent_end))
         except (EOFError, OSError, ValueError):
             pass
         except Exception:  # noqa: BLE001 - the channel closed under us
@@ -79,7 +79,7 @@ def node(channel: Any) -> None:
                 item = channel.receive()
                 if not isinstance(item, bytes):  # "kill"
                     break
-                parent_end.send_bytes(item)
+                frames.send_raw(parent_end, item)
         except Exception:  # noqa: BLE001 - EOFError, a closed channel, a dead gateway: the node goes
             pass
         finally:

@@ -1,7 +1,8 @@
 """The node's side of the pipe: serve the parent's requests, each on a worker thread, until told to stop.
 
-A runtime (what the node process holds) has ``dispatch(op, args, kwargs)`` and a ``codec`` (:class:`nodehost.wire.
-NodeCodec`: the data-only wire). ``serve`` counts the requests in flight (a ``reset`` waits for the previous
+A runtime (what the node process holds) has ``dispatch(op, args, kwargs)``, a ``codec`` (:class:`nodehost.wire.
+NodeCodec`: the data-only wire) and, optionally, ``quick(op, args)``: requests that never wait on anything, answered
+on the reading thread instead of a worker (a thread hand-off costs more than they do). ``serve`` counts the requests in flight (a ``reset`` waits for the previous
 cluster's to end: :class:`ActiveRequests`), answers every request, even one that raised, and exits the process
 when the pipe closes, when the parent says ``exit``, or when a frame is not the wire's. A watchdog exits it when
 the parent process is gone, so no node process outlives its parent.
@@ -80,11 +81,12 @@ def serve(conn: Any, rt: Runtime, address: Any) -> None:
     def reply(req: int, status: str, value: Any, seen: list[Any]) -> None:
         codec = rt.codec  # a reset replaces the codec: read it for every message
         try:
-            data = codec.reply(req, status, value, seen)
+            sections = codec.reply(req, status, value, seen)
         except Exception as exc:  # noqa: BLE001 - a result that is not data fails its request
-            data = codec.reply(req, ERR, RuntimeError(f"the node's {type(value).__name__} cannot be sent: {exc}"), [])
+            sections = codec.reply(req, ERR, RuntimeError(f"the node's {type(value).__name__} cannot be sent: {exc}"),
+                                   [])
         with send_lock:
-            frames.send(conn, data)
+            frames.send(conn, *sections)
 
     def run(req: int, op: str, args: Any, kwargs: Any, seen: list[Any]) -> None:
         try:
@@ -101,10 +103,14 @@ def serve(conn: Any, rt: Runtime, address: Any) -> None:
 
     pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="node-req")
     # a reset replaces the codec: read it for every request
-    for (req, op, args, kwargs), seen in frames.incoming(conn, lambda data: rt.codec.decode_request(data),
+    for (req, op, args, kwargs), seen in frames.incoming(conn, lambda sections: rt.codec.decode_request(sections),
                                                          "node process"):
         if op == "exit":
             break
         rt.active.started()  # counted before the worker runs, so a reset that follows sees it
-        pool.submit(run, req, op, args, kwargs, seen)
+        quick = getattr(rt, "quick", None)
+        if quick is not None and quick(op, args):
+            run(req, op, args, kwargs, seen)  # one that never waits: answered here, no thread hand-off
+        else:
+            pool.submit(run, req, op, args, kwargs, seen)
     os._exit(0)

@@ -1,9 +1,9 @@
 """What travels between the node host and a node process of a vendor-API implementation: the project's one wire
 (:mod:`datawire`), data only, locally over a pipe and to other hosts over SSH.
 
-A request is one codec message ``[req, op, args, kwargs]``. A reply is a plain header ``[req, status, payload]``
-(``status``: ``ok`` or ``err``) whose payload is a codec message ``[value, seen]``: the parent always learns which
-request a reply answers, even when its payload cannot be decoded (that request then fails alone). Both ends import
+A request is a frame of one codec message ``[req, op, args, kwargs]``. A reply is a frame of two sections, a plain
+header ``[req, status]`` (``status``: ``ok`` or ``err``) and a codec message ``[value, seen]``: the parent always
+learns which request a reply answers, even when its payload cannot be decoded (that request then fails alone). Both ends import
 the same implementation module, so the API's enums and value types (``CacheDesc``, the keys) cross by name and are
 rebuilt with the receiver's own classes; an exception crosses as a record and the parent rebuilds it with the
 implementation's ``LLMException`` (its ``status_code`` a member of the implementation's ``LLMStatusCode``).
@@ -69,13 +69,12 @@ def _cache_handle(fields: list[Any]) -> tuple[int, tuple[str, int], tuple[Any, .
     return fields[1], (fields[2], fields[3]), tuple(fields[4])
 
 
-def read_reply(frame: bytes) -> tuple[int, str, bytes]:
-    """A reply's header; :class:`~datawire.WireError` when the frame is not one."""
-    got: Any = decode_plain(frame)
-    if not (isinstance(got, list) and len(got) == 3 and type(got[0]) is int and got[1] in (OK, ERR)
-            and isinstance(got[2], bytes)):
-        raise WireError("a reply that is not [request id, status, payload]")
-    return got[0], got[1], got[2]
+def read_reply(sections: list[Any]) -> tuple[int, str, Any]:
+    """A reply's header and payload; :class:`~datawire.WireError` when the frame is not one."""
+    got: Any = decode_plain(sections[0]) if len(sections) == 2 else None
+    if not (isinstance(got, list) and len(got) == 2 and type(got[0]) is int and got[1] in (OK, ERR)):
+        raise WireError("a reply that is not [request id, status] and a payload")
+    return got[0], got[1], sections[1]
 
 
 class ParentCodec:
@@ -112,10 +111,11 @@ class ParentCodec:
         return rebuild(record, getattr(self.module, "LLMException", None), getattr(self.module, "LLMStatusCode", None),
                        "a node process")
 
-    def request(self, req: int, op: str, args: Any, kwargs: Any) -> bytes:
-        return self.codec.encode([req, op, tuple(args), dict(kwargs)])
+    def request(self, req: int, op: str, args: Any, kwargs: Any) -> list[Any]:
+        """A request's frame section (the codec message's buffers)."""
+        return self.codec.encode_parts([req, op, tuple(args), dict(kwargs)])
 
-    def reply(self, payload: bytes) -> Any:
+    def reply(self, payload: Any) -> Any:
         """The value a reply's payload carries (its ``seen`` caches update their proxies on the way)."""
         got = self.codec.decode(payload)
         if not (isinstance(got, list) and len(got) == 2):
@@ -165,34 +165,37 @@ class NodeCodec:
             return ["cache", self.cluster_id, *self.handle_of(obj), snapshot(obj)]
         return None
 
-    def decode_request(self, data: bytes) -> tuple[Any, list[Any]]:
+    def decode_request(self, sections: list[Any]) -> tuple[Any, list[Any]]:
         """``[req, op, args, kwargs]``, and the caches of this node it named (their state goes back with the reply)."""
         seen: list[Any] = []
 
         def resolve(fields: list[Any]) -> Any:
             owner, handle, snap = _cache_handle(fields)
             cache = self.resolve(owner, handle, snap)
-            if owner == self.cluster_id:
+            if owner == self.cluster_id and all(c is not cache for c in seen):
                 seen.append(cache)
             return cache
 
-        got = Codec(self.names, import_handle=resolve).decode(data)
+        if len(sections) != 1:
+            raise WireError("a request of more than one section")
+        got = Codec(self.names, import_handle=resolve).decode(sections[0])
         if not (isinstance(got, list) and len(got) == 4 and type(got[0]) is int and isinstance(got[1], str)
                 and isinstance(got[2], tuple) and isinstance(got[3], dict)):
             raise WireError("a request that is not [request id, op, args, kwargs]")
         return got, seen
 
-    def reply(self, req: int, status: str, value: Any, seen: list[Any]) -> bytes:
-        return encode_plain([req, status, self._out.encode([value, seen])])
+    def reply(self, req: int, status: str, value: Any, seen: list[Any]) -> tuple[Any, ...]:
+        """A reply's frame sections."""
+        return encode_plain([req, status]), self._out.encode_parts([value, seen])
 
 
-def first_frame(kind: str, *body: Any) -> bytes:
+def first_frame(kind: str, *body: Any) -> list[Any]:
     """A node's first message: ``["ready", address, pid]`` or ``["fail", error record]``."""
-    return Codec().encode([kind, *body])
+    return Codec().encode_parts([kind, *body])
 
 
-def read_first(frame: bytes) -> list[Any]:
-    got = Codec().decode(frame)
+def read_first(sections: list[Any]) -> list[Any]:
+    got = Codec().decode(sections[0]) if len(sections) == 1 else None
     if not (isinstance(got, list) and got and got[0] in ("ready", "fail")):
         raise WireError("a first message that is neither ready nor fail")
     return got

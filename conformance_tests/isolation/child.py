@@ -98,7 +98,7 @@ def serve(conn: Connection, target: str) -> None:
         backend, resolved = resolve_backend(target)
         caps, left_out = capabilities_as_data(backend_capabilities(backend))
     except BackendError as exc:
-        frames.send(conn, wire.first_frame("error", str(exc)))
+        frames.send(conn, *wire.first_frame("error", str(exc)))
         return
     registry = Registry(backend)
     codec = Codec(registry.names, export=registry.export, import_handle=registry.resolve)
@@ -106,13 +106,13 @@ def serve(conn: Connection, target: str) -> None:
 
     def reply(rid: int, status: str, kind: str, value: Any) -> None:
         try:
-            payload = codec.encode(value)
+            payload = codec.encode_parts(value)
         except Exception as exc:  # noqa: BLE001 - what cannot be sent is reported as the call's error
             status, kind = wire.RAISE, wire.VALUE
-            payload = codec.encode(RuntimeError(f"the backend's {type(value).__name__} cannot be sent: {exc}"))
-        data = wire.reply_frame(rid, status, kind, payload)
+            payload = codec.encode_parts(RuntimeError(f"the backend's {type(value).__name__} cannot be sent: {exc}"))
+        sections = wire.reply_frame(rid, status, kind, payload)
         with send_lock:
-            frames.send(conn, data)
+            frames.send(conn, *sections)
 
     def handle(rid: int, op: str, hid: int, name: Any, args: Any, kwargs: Any) -> None:
         try:
@@ -135,11 +135,11 @@ def serve(conn: Connection, target: str) -> None:
         else:
             reply(rid, wire.OK, kind, result)
 
-    frames.send(conn, wire.first_frame("ready", codec.encode({
+    frames.send(conn, *wire.first_frame("ready", codec.encode_parts({
         "name": str(getattr(backend, "name", "") or ""), "version": str(getattr(backend, "version", "?")),
         "target": resolved, "caps": caps, "caps_left_out": left_out})))
     with ThreadPoolExecutor(max_workers=32, thread_name_prefix="request") as pool:
-        for request in frames.incoming(conn, codec.decode, "isolation child"):
+        for request in frames.incoming(conn, lambda sections: codec.decode(sections[0]), "isolation child"):
             rid, op, hid, name, args, kwargs, released, threaded = request
             if released:
                 registry.release(released)

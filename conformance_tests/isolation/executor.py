@@ -86,7 +86,7 @@ class Executor:
         self._send_lock = threading.Lock()
         self._cond = threading.Condition()
         self._reading = False
-        self._replies: dict[int, tuple[int, str, str, bytes]] = {}
+        self._replies: dict[int, tuple[int, str, str, Any]] = {}
         self._released: list[int] = []
         self._proc: BackendProcess | None = None
         self._conn: Any = None
@@ -149,7 +149,7 @@ class Executor:
             return
         try:
             with self._send_lock:
-                frames.send(self._conn, self.codec.encode([0, "stop", 0, None, (), {}, [], False]))
+                frames.send(self._conn, self.codec.encode_parts([0, "stop", 0, None, (), {}, [], False]))
             self._proc.wait(2.0)
         except Exception:  # noqa: BLE001 - it is going away either way
             pass
@@ -209,7 +209,7 @@ class Executor:
         rid = next(self._ids)
         threaded = threading.current_thread() is not threading.main_thread()
         try:
-            data = self.codec.encode([rid, op, remote._hid, name, args, kwargs or {}, self._released, threaded])
+            data = self.codec.encode_parts([rid, op, remote._hid, name, args, kwargs or {}, self._released, threaded])
         except datawire.NotData as exc:
             raise HarnessError(step, f"an argument cannot be sent to the backend's process: {exc}") from None
         self._released = []
@@ -239,7 +239,7 @@ class Executor:
             return kind, api
         return kind, value
 
-    def _await(self, rid: int, step: str) -> tuple[int, str, str, bytes]:
+    def _await(self, rid: int, step: str) -> tuple[int, str, str, Any]:
         deadline = time.monotonic() + self.deadlines.remaining()
         while True:
             with self._cond:
@@ -253,7 +253,7 @@ class Executor:
                         continue
                     raise self._timeout(step)
                 self._reading = True
-            got: tuple[int, str, str, bytes] | None = None
+            got: tuple[int, str, str, Any] | None = None
             try:
                 got = self._read_one(deadline, step)
             except KeyboardInterrupt:
@@ -268,7 +268,7 @@ class Executor:
                         self._replies[got[0]] = got
                     self._cond.notify_all()
 
-    def _read_one(self, deadline: float, step: str) -> tuple[int, str, str, bytes]:
+    def _read_one(self, deadline: float, step: str) -> tuple[int, str, str, Any]:
         """The next reply on the pipe; the process's exit (seen on its pidfd) or a closed pipe lose it."""
         conn, proc = self._conn, self._proc
         assert proc is not None

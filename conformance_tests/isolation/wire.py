@@ -1,11 +1,11 @@
 """What crosses the pipe between the kit and the backend's process: frames of the project's one wire
 (:mod:`datawire`), data only.
 
-A request (kit to backend) is one codec message: ``[rid, op, handle, name, args, kwargs, released, threaded]``.
-A reply (backend to kit) is a plain header ``[rid, status, kind, payload]`` whose payload is a codec message of
-its own, so the kit always learns which request a reply answers, even when the payload is not data (that request
-then fails as an error row, and nothing of it becomes an object in the kit). The first frame is
-``[0, "ready", payload]`` (the backend's name, version, target and capabilities) or ``[0, "error", text]``.
+A request (kit to backend) is a frame of one codec message: ``[rid, op, handle, name, args, kwargs, released,
+threaded]``. A reply (backend to kit) is a frame of two sections, a plain header ``[rid, status, kind]`` and a codec
+message (the payload), so the kit always learns which request a reply answers, even when the payload is not data
+(that request then fails as an error row, and nothing of it becomes an object in the kit). The first frame is
+``[0, "ready"]`` and a payload (the backend's name, version, target and capabilities), or ``[0, "error", text]``.
 
 Plain data crosses by value; members of the API's enums cross by name (each end has its own classes:
 :mod:`conformance_tests.isolation.api`); an exception crosses as a record (kind, status code, message,
@@ -27,28 +27,32 @@ VALUE, METHOD, API = "value", "method", "api"
 OPS = ("getattr", "call", "each", "api", "stop")
 
 
-def reply_frame(rid: int, status: str, kind: str, payload: bytes) -> bytes:
-    return encode_plain([rid, status, kind, payload])
+def reply_frame(rid: int, status: str, kind: str, payload: Any) -> tuple[Any, ...]:
+    """A reply's sections: its plain header, then its payload (a codec message's buffers)."""
+    return encode_plain([rid, status, kind]), payload
 
 
-def read_reply(frame: bytes) -> tuple[int, str, str, bytes]:
-    """A reply's header; :class:`~datawire.WireError` when the frame is not one (the process then broke the
-    protocol, and cannot be trusted with another request)."""
-    got: Any = decode_plain(frame)
-    if not (isinstance(got, list) and len(got) == 4 and type(got[0]) is int and got[1] in (OK, RAISE)
-            and got[2] in (VALUE, METHOD, API) and isinstance(got[3], bytes)):
-        raise WireError("a reply that is not [request id, status, kind, payload]")
-    return got[0], got[1], got[2], got[3]
+def read_reply(sections: list[memoryview]) -> tuple[int, str, str, memoryview]:
+    """A reply's header and payload; :class:`~datawire.WireError` when the frame is not one (the process then broke
+    the protocol, and cannot be trusted with another request)."""
+    got: Any = decode_plain(sections[0]) if len(sections) == 2 else None
+    if not (isinstance(got, list) and len(got) == 3 and type(got[0]) is int and got[1] in (OK, RAISE)
+            and got[2] in (VALUE, METHOD, API)):
+        raise WireError("a reply that is not [request id, status, kind] and a payload")
+    return got[0], got[1], got[2], sections[1]
 
 
-def read_first(frame: bytes) -> tuple[str, Any]:
-    """The first frame: ``("ready", payload bytes)`` or ``("error", text)``."""
-    got: Any = decode_plain(frame)
-    if (isinstance(got, list) and len(got) == 3 and got[0] == 0 and
-            ((got[1] == "ready" and isinstance(got[2], bytes)) or (got[1] == "error" and isinstance(got[2], str)))):
-        return got[1], got[2]
+def read_first(sections: list[memoryview]) -> tuple[str, Any]:
+    """The first frame: ``("ready", payload)`` or ``("error", text)``."""
+    got: Any = decode_plain(sections[0])
+    if isinstance(got, list) and len(got) == 2 and got[0] == 0 and got[1] == "ready" and len(sections) == 2:
+        return "ready", sections[1]
+    if (isinstance(got, list) and len(got) == 3 and got[0] == 0 and got[1] == "error" and isinstance(got[2], str)
+            and len(sections) == 1):
+        return "error", got[2]
     raise WireError("a first message that is neither ready nor error")
 
 
-def first_frame(kind: str, body: Any) -> bytes:
-    return encode_plain([0, kind, body])
+def first_frame(kind: str, body: Any) -> tuple[Any, ...]:
+    """The first frame's sections: ``ready`` and the payload (a codec message's buffers), or ``error`` and text."""
+    return (encode_plain([0, kind]), body) if kind == "ready" else (encode_plain([0, kind, body]),)

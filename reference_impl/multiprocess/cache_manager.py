@@ -132,6 +132,13 @@ class MultiprocessCacheManager(CacheManager):
                                      "current cluster is not linked with remote cluster")
         s = self._session()
         if s.peer is None:
+            # the link's data path comes up after link_clusters returned (node.py): wait for it, within the push's
+            # own timeout
+            if not peer.data_path.wait(self._timeout_s()):
+                raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT, "the link's data path did not come up in time")
+            if peer.data_path_error is not None or peer.broken.is_set():
+                raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK,
+                                         f"the link has no data path ({peer.data_path_error or 'broken'})")
             s.peer = peer
         elif s.peer is not peer:  # unlinked and linked again during the push
             raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "link was re-established during the push")

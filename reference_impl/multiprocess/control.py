@@ -52,11 +52,14 @@ _CODEC = Codec()
 
 
 def _send(conn: Connection, msg: Any) -> None:
-    frames.send(conn, _CODEC.encode(msg))
+    frames.send(conn, _CODEC.encode_parts(msg))
 
 
 def _recv(conn: Connection) -> Any:
-    msg = _CODEC.decode(frames.recv(conn, MAX_MESSAGE))
+    sections = frames.recv(conn, MAX_MESSAGE)
+    if len(sections) != 1:
+        raise WireError("a control message of more than one section")
+    msg = _CODEC.decode(sections[0])
     if not (isinstance(msg, list) and msg and isinstance(msg[0], str)):
         raise WireError("a control message that is not [op, ...]")
     return msg
@@ -89,6 +92,8 @@ class ServerConn:
         self.conn = conn
         self._send_lock = threading.Lock()
         self.client_id: int | None = None
+        #: a link of the current cluster uses it (a hello came since the node's last reset)
+        self.linked = False
         #: this node's cache table as of the client's first push over the link (None before it), as the vendor
         #: syncs the remote table once per link: caches added later stay invisible to this client until it re-links
         self.table: RemoteTable | None = None
@@ -124,15 +129,17 @@ class ControlServer:
         threading.Thread(target=self._accept_loop, name="control-accept", daemon=True).start()
 
     def connection_count(self) -> int:
+        """Connections a link of the current cluster uses."""
         with self._conns_lock:
-            return len(self._conns)
+            return sum(1 for sc in self._conns if sc.linked)
 
-    def drop_connections(self) -> None:
-        """Close every accepted connection (the node is being reset: its clients belonged to the old cluster)."""
+    def end_links(self) -> None:
+        """The node is being reset: the links over every accepted connection end (their clients belonged to the old
+        cluster); the connections stay open for a link of a later cluster, which starts with a hello."""
         with self._conns_lock:
             conns = list(self._conns)
         for sc in conns:
-            shutdown_connection(sc.conn)
+            sc.client_id, sc.table, sc.linked = None, None, False
 
     def _accept_loop(self) -> None:
         while not self._closed:
@@ -206,12 +213,14 @@ class Pin:
 class PinTable:
     """Destination caches that pushes are writing into; deallocation revokes and waits for them."""
 
-    def __init__(self) -> None:
+    def __init__(self, wake: threading.Event | None = None) -> None:
         self.lock = threading.Lock()
         self._ids = itertools.count(1)
         self._pins: dict[int, Pin] = {}
         self._dying: set[int] = set()
-        self.wake = threading.Event()  # set when a pin is added: a push into this node is starting
+        #: set when a pin is added: a push into this node is starting (the node's one event, which outlives a
+        #: reset's new table: its progress loop waits on it)
+        self.wake = wake if wake is not None else threading.Event()
 
     @property
     def active(self) -> bool:
@@ -283,8 +292,12 @@ class PeerLink:
 
     def __init__(self, server_id: int, address: tuple[str, int], authkey: bytes) -> None:
         self.server_id = server_id
+        self.address = (str(address[0]), int(address[1]))
         self.agent_name = ""
-        self.conn: Connection = no_delay(Client((str(address[0]), int(address[1])), family="AF_INET", authkey=authkey))
+        #: set once the link's data path is up (its NIXL agent loaded and warmed) or failed to come up
+        self.data_path = threading.Event()
+        self.data_path_error: str | None = None
+        self.conn: Connection = no_delay(Client(self.address, family="AF_INET", authkey=authkey))
         self.broken = threading.Event()
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
@@ -351,6 +364,15 @@ class PeerLink:
                 _send(self.conn, [op, 0, *args])
         except (OSError, ValueError):
             pass
+
+    def begin(self, server_id: int) -> None:
+        """A new link over this connection (kept from an earlier cluster's link to the same process)."""
+        with self._lock:
+            self.server_id = server_id
+            self.agent_name = ""
+            self._revoked.clear()
+            self.data_path.clear()
+            self.data_path_error = None
 
     def is_revoked(self, pin: int) -> bool:
         return pin in self._revoked

@@ -104,21 +104,20 @@ class SshServers:
 
     def sessions(self, index: int) -> list[int]:
         """The processes under the SSH server of host ``index`` (its sessions: shells, gateways, node processes)."""
-        parents: dict[int, int] = {}
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                except OSError:
-                    continue
-        found, todo = [], [self.procs[index].pid]
-        while todo:
-            parent = todo.pop()
-            for pid, ppid in parents.items():
-                if ppid == parent:
-                    found.append(pid)
-                    todo.append(pid)
-        return found
+        return _descendants([self.procs[index].pid])
+
+    def take_down(self, index: int) -> list[int]:
+        """Host ``index`` goes away: its SSH server stops (no new connection), then every process its sessions ran is
+        SIGKILLed (by pid): its gateways die, their nodes follow. The pids killed."""
+        pids = self.sessions(index)
+        self.stop(index)
+        pids += [p for p in _descendants(pids) if p not in pids]  # a session may have started one meanwhile
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return pids
 
     def end_sessions(self, index: int) -> list[int]:
         """SIGKILL every process under host ``index``'s SSH server (by pid): its gateways die, their nodes follow."""
@@ -130,8 +129,9 @@ class SshServers:
                 pass
         return pids
 
-    def stop(self) -> None:
-        for proc in self.procs:  # the servers this helper started, by pid
+    def stop(self, index: int | None = None) -> None:
+        """Stop the SSH servers (or the one of host ``index``); their sessions go on until they end."""
+        for proc in self.procs if index is None else [self.procs[index]]:  # the servers this helper started, by pid
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
                 try:
@@ -139,6 +139,24 @@ class SshServers:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(10)
+
+
+def _descendants(roots: list[int]) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, todo = [], list(roots)
+    while todo:
+        parent = todo.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent and pid not in found:
+                found.append(pid)
+                todo.append(pid)
+    return found
 
 
 class Noise:

@@ -60,7 +60,7 @@ def test_processes_are_reused_and_isolated(pool: NodePool) -> None:
     local.inject({"kind": "delay", "seconds": 5.0})
     local.inject({"kind": "drop_link", "peer": 2})
     used = first.node(2).stats()
-    assert used["registered"] >= 3 and used["server_conns"] == 1, used
+    assert used["cluster_registered"] >= 1 and used["registered"] >= 4 and used["server_conns"] == 1, used
     pids = first.pids()
     first.close()
     assert sorted(pool.idle_pids()) == sorted(pids)
@@ -77,8 +77,9 @@ def test_processes_are_reused_and_isolated(pool: NodePool) -> None:
         local2, remote2 = second.node(1), second.node(2)
         for node in (local2, remote2):
             st = node.stats()
-            # the scratch buffer and this cluster's device pool are all the agent has registered
-            assert st["registered"] == 2, st
+            # nothing of the first cluster's memory is registered: only the node's own (its scratch buffer, and
+            # the pool arenas it reuses from cluster to cluster)
+            assert st["cluster_registered"] == 0, st
             assert st["links"] == [] and st["remote_agents"] == {} and st["server_conns"] == 0, st
             assert st["pins"] is False and st["resets"] >= 1, st
         src2 = local2.cache_manager.allocate_cache(_desc(api))
@@ -170,3 +171,25 @@ def test_pool_setting_zero_turns_pooling_off(monkeypatch: Any) -> None:
     monkeypatch.setenv("NODEHOST_POOL", "3")
     pool = reference_nixl().pool()
     assert pool is not None and pool.max_idle == 3
+
+
+def test_a_reused_pool_arena_holds_nothing_of_an_earlier_cluster(pool: NodePool) -> None:
+    """A node's pool arenas serve again two clusters later (never the next one: a WRITE of the old cluster may still
+    be in flight), zeroed where the old cluster wrote, and stay registered with NIXL all along."""
+    backend = reference_nixl(pool=pool)
+    registered: list[int] = []
+    for i in range(3):
+        cluster = backend.open_cluster(specs(1))  # one node: the pool's one process every time
+        try:
+            node = cluster.node(1)
+            api = node.api
+            cache = node.cache_manager.allocate_cache(_desc(api))
+            if i == 0:
+                fill_random(node, cache, seed=3)
+            else:
+                assert all(not snapshot(node, cache)[t].any() for t in range(4)), f"cluster {i} sees old bytes"
+            registered.append(node.stats()["registered"])
+        finally:
+            cluster.close()
+    # the scratch buffer and two pools' arenas; two more for the second cluster; none new for the third
+    assert registered == [3, 5, 5], registered

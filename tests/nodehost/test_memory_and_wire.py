@@ -52,8 +52,13 @@ def _cache(cache_id: int = 7) -> ref.Cache:
     return ref.Cache(cache_id, desc, [4096, 8192], None, False, False)
 
 
+def _sections(*sections: object) -> list[bytes]:
+    """Sections as a frame delivers them (a codec message's buffers joined)."""
+    return [b"".join(s) if isinstance(s, list) else bytes(s) for s in sections]  # type: ignore[arg-type]
+
+
 def _to_parent(node: NodeCodec, parent: ParentCodec, value: object, status: str = "ok") -> object:
-    req, got_status, payload = read_reply(node.reply(5, status, value, []))
+    req, got_status, payload = read_reply(_sections(*node.reply(5, status, value, [])))
     assert (req, got_status) == (5, status)
     return parent.reply(payload)
 
@@ -66,14 +71,15 @@ def test_caches_travel_as_handles_and_come_back_as_themselves() -> None:
     assert (proxy.cache_id, proxy.tensor_addrs, proxy.is_blocks_cache) == (7, [4096, 8192], False)
     assert proxy.cache_desc.shape == [2, 8] and proxy.cache_desc.data_type is ref.DataType.DT_UINT8
     assert _to_parent(node, parent, real) is proxy  # one proxy per handle
-    (req, op, args, kwargs), seen = node.decode_request(parent.request(3, "cm", ("call", proxy), {}))
+    (req, op, args, kwargs), seen = node.decode_request(_sections(parent.request(3, "cm", ("call", proxy), {})))
     assert (req, op) == (3, "cm") and args[1] is real and seen == [real]
 
 
 def test_value_types_and_enums_are_rebuilt_with_the_receivers_classes() -> None:
     node, parent = NodeCodec(ref, cluster_id=1), ParentCodec(ref)
     key = ref.CacheKeyByIdAndIndex(2, 9, 1)
-    (_req, _op, args, _kw), _seen = node.decode_request(parent.request(1, "cm", (key, ref.Placement.DEVICE), {}))
+    (_req, _op, args, _kw), _seen = node.decode_request(_sections(parent.request(1, "cm", (key, ref.Placement.DEVICE),
+                                                                                  {})))
     assert args[0] == key and args[0] is not key and args[1] is ref.Placement.DEVICE
 
 
@@ -107,6 +113,6 @@ def test_exceptions_cross_as_records_and_keep_their_status_code() -> None:
 
 def test_a_reply_that_is_not_the_wire_is_refused() -> None:
     with pytest.raises(WireError):
-        read_reply(pickle.dumps((1, "ok", b"")))
+        read_reply([pickle.dumps((1, "ok")), b""])
     with pytest.raises(WireError):
         ParentCodec(ref).reply(pickle.dumps([1, []]))

@@ -32,6 +32,11 @@ from datawire.codec import HANDLE, MAX_FRAME
 API = ref.API
 
 
+def framed(body: bytes) -> bytes:
+    """A codec message around a body of the test's making (its length first, no arrays after it)."""
+    return len(body).to_bytes(4, "little") + body
+
+
 def roundtrip(value, codec: Codec | None = None):
     codec = codec or Codec(Names.of(API))
     return codec.decode(codec.encode(value))
@@ -110,7 +115,7 @@ def test_exceptions_cross_as_records_and_come_back_as_the_receivers_classes():
         back = rebuild(record_of(raised))
         assert isinstance(back, RemoteInterrupt) and isinstance(back, Exception)  # never interrupts the receiver
     with pytest.raises(WireError):
-        Codec().decode(msgpack.packb(msgpack.ExtType(10, msgpack.packb(["NotAKind", "", "", "", None, None]))))
+        Codec().decode(framed(msgpack.packb(msgpack.ExtType(10, msgpack.packb(["NotAKind", "", "", "", None, None])))))
 
 
 def test_a_signature_crosses_with_its_defaults_and_an_opaque_repr_for_the_rest():
@@ -132,20 +137,25 @@ def test_a_pickle_is_never_unpickled(tmp_path):
         def __reduce__(self):
             return (os.system, (f"touch {marker}",))
 
-    for data in (pickle.dumps(Payload()), msgpack.packb(msgpack.ExtType(HANDLE, pickle.dumps(Payload()))),
-                 msgpack.packb([1, msgpack.ExtType(3, pickle.dumps(Payload()))])):
+    for data in (pickle.dumps(Payload()), framed(pickle.dumps(Payload())),
+                 framed(msgpack.packb(msgpack.ExtType(HANDLE, pickle.dumps(Payload())))),
+                 framed(msgpack.packb([1, msgpack.ExtType(3, pickle.dumps(Payload()))]))):
         with pytest.raises(WireError):
             Codec(import_handle=lambda f: f).decode(data)
     assert not marker.exists()
 
 
 @pytest.mark.parametrize("data", [
-    b"", b"\xc1", b"\xff" * 9, msgpack.packb(msgpack.ExtType(99, b"")),
-    msgpack.packb(msgpack.ExtType(2, b"12x")), msgpack.packb(msgpack.ExtType(2, b"9" * 5000)),
-    msgpack.packb(msgpack.ExtType(3, b"\x05\x00\x00\x00" + msgpack.packb(["|O8", [1]]))),
-    msgpack.packb(msgpack.ExtType(3, b"\x09\x00\x00\x00" + msgpack.packb(["<u1", [1 << 40]]))),
-    msgpack.packb(msgpack.ExtType(5, msgpack.packb([0, "x", 1]))),
-    msgpack.packb({(): 1}), msgpack.packb(msgpack.ExtType(11, msgpack.packb([[["not an identifier!", 1, False, None, None]], None]))),
+    b"", b"\x01\x00", b"\xff" * 9, framed(b"\xc1"), framed(b"\xc0") + b"x",
+    framed(msgpack.packb(msgpack.ExtType(99, b""))), framed(msgpack.packb(msgpack.ExtType(1, b"x"))),
+    framed(msgpack.packb(msgpack.ExtType(2, b"12x"))), framed(msgpack.packb(msgpack.ExtType(2, b"9" * 5000))),
+    framed(msgpack.packb(msgpack.ExtType(3, b"\x05\x00\x00\x00" + msgpack.packb(["|O8", [1]])))),
+    framed(msgpack.packb(msgpack.ExtType(3, b"\x09\x00\x00\x00" + msgpack.packb(["<u1", [1 << 40]])))),
+    framed(msgpack.packb(msgpack.ExtType(13, msgpack.packb(["<u1", [1 << 30]])))),
+    framed(msgpack.packb([1, msgpack.ExtType(1, b"")])), framed(msgpack.packb(msgpack.ExtType(1, b""))),
+    framed(msgpack.packb(msgpack.ExtType(5, msgpack.packb([0, "x", 1])))),
+    framed(msgpack.packb({(): 1})),
+    framed(msgpack.packb(msgpack.ExtType(11, msgpack.packb([[["not an identifier!", 1, False, None, None]], None])))),
 ])
 def test_malformed_messages_are_one_line_wire_errors(data):
     with pytest.raises(WireError) as info:
@@ -160,14 +170,14 @@ def test_nesting_is_bounded_both_ways():
     with pytest.raises(NotData, match="nested"):
         Codec().encode(deep)
     with pytest.raises(WireError):
-        Codec().decode(b"\x91" * 100000 + b"\xc0")
+        Codec().decode(framed(b"\x91" * 100000 + b"\xc0"))
 
 
 def test_a_frame_longer_than_the_bound_is_refused_before_it_is_read():
     a, b = socket.socketpair()
     try:
         reader = Connection(os.dup(b.fileno()))
-        a.sendall(struct.pack("!i", -1) + struct.pack("!Q", MAX_FRAME * 64))  # a length prefix of 64 GiB
+        a.sendall(struct.pack("<I", 1) + struct.pack("<Q", MAX_FRAME * 64))  # a section of 64 GiB
         with pytest.raises(WireError, match="longer than"):
             frames.recv(reader)
         reader.close()
@@ -178,3 +188,14 @@ def test_a_frame_longer_than_the_bound_is_refused_before_it_is_read():
     frames.send(left, b"x" * 100)
     with pytest.raises(WireError):
         frames.recv(right, limit=10)
+
+
+def test_arrays_cross_out_of_band_as_views_of_the_received_frame():
+    left, right = Pipe()
+    arrays = [np.arange(1 << 16, dtype=np.uint8), np.ones((3, 5), np.float32)]
+    codec = Codec()
+    frames.send(left, codec.encode_parts(("tensors", arrays)))
+    (section,) = frames.recv(right)
+    name, got = codec.decode(section)
+    assert name == "tensors" and all(np.array_equal(g, a) for g, a in zip(got, arrays, strict=True))
+    assert got[0].base is not None and got[0].flags.writeable  # a view of the frame's buffer, the receiver's own

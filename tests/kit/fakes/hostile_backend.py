@@ -87,7 +87,10 @@ def _go_around_the_encoder(action: str) -> None:
     reply_frame, first_frame = wire.reply_frame, wire.first_frame
     evil = pickle.dumps(Evil())
 
-    def hostile_reply(rid: int, status: str, kind: str, payload: bytes) -> bytes:
+    def message(body: bytes) -> bytes:  # a codec message's framing around a body of the attacker's making
+        return len(body).to_bytes(4, "little") + body
+
+    def hostile_reply(rid: int, status: str, kind: str, payload: Any) -> Any:
         if not getattr(_AIM, "on", False):
             return reply_frame(rid, status, kind, payload)
         _AIM.on = False
@@ -96,10 +99,10 @@ def _go_around_the_encoder(action: str) -> None:
         if action == "wire_exception":
             return reply_frame(rid, "raise", "value", pickle.dumps(EvilError("boom")))
         if action == "wire_handle":
-            return reply_frame(rid, "ok", "value", msgpack.packb(msgpack.ExtType(9, evil)))
-        return evil  # wire_frame: the whole frame
+            return reply_frame(rid, "ok", "value", message(msgpack.packb(msgpack.ExtType(9, evil))))
+        return (evil,)  # wire_frame: the whole frame
 
-    def hostile_first(kind: str, body: Any) -> bytes:
+    def hostile_first(kind: str, body: Any) -> Any:
         if action == "wire_caps" and kind == "ready":
             return first_frame(kind, pickle.dumps({"name": "fake-wire-caps", "version": "0", "target": "x",
                                                    "caps": {"placements": ["HOST"], "x": Evil()}}))
