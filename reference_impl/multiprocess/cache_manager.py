@@ -13,8 +13,9 @@ these hooks are replaced:
   layer is ``tensor_num_per_layer`` indices into them.
 * ``_transfer_seconds`` / ``_await_transfer``: injected delay and dropped links, bounded by
   llm.SyncKvCacheWaitTime (LLM_TIMEOUT), interrupted by a revoke or a dead peer.
-* ``_transfer_layer``: one NIXL WRITE per layer with a notification, polled to completion under the same
-  deadline; on expiry the request is released (cancelled) and LLM_TIMEOUT raised.
+* ``_transfer_layer``: one NIXL WRITE per layer, polled to completion under the same deadline (the last layer's
+  carries a notification, delivered after its data); on expiry the request is released (cancelled) and
+  LLM_TIMEOUT raised.
 
 Deallocation (``deallocate_cache`` / ``deallocate_blocks_cache`` / ``unregister_cache``) first revokes the
 pins other nodes hold on the cache and waits until their pushes have stopped writing.
@@ -258,7 +259,10 @@ class MultiprocessCacheManager(CacheManager):
         started = time.monotonic()
         deadline = started + self._transfer_budget_s(a, timeout)
         assert s.prepped is not None
-        notif = f"push:{s.push_id}:{remote.cache_id}:{remote_idx[0]}".encode()
+        # a notification only with the last layer: a WRITE that carries one completes only once the target has
+        # progressed (~60 us a layer here), one without in ~15 us; every layer still completes before the next
+        last = s.layers_done + 1 >= len(a.src_layer_range)
+        notif = f"push:{s.push_id}:{remote.cache_id}:{remote_idx[0]}".encode() if last else b""
         try:
             handle, state = rt.transport.post(s.prepped[0], local_idx, s.prepped[1], remote_idx, notif)
             rt.transport.wait(handle, state, deadline, lambda: self._abort_in_flight(a, link))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conformance_tests.backend import IN_PROCESS_BY_DEFAULT
-from conformance_tests.deadlines import Deadlines, Hung
+from conformance_tests.deadlines import Deadlines, Hung, RaisedInterrupt
 from conformance_tests.exitcodes import NOT_CERTIFIED, PARTIAL
 from conformance_tests.options import OPTIONS
 from conformance_tests.state import DEFAULT_MAX_TIME_S
@@ -180,6 +180,13 @@ def test_deadlines_bound_an_in_process_call_and_follow_the_test_deadline():
     with pytest.raises(Hung):
         deadlines.call(forever.wait, bound=0.2)
     assert deadlines.call(lambda x: x + 1, 1, bound=5) == 2
+    for raised in (KeyboardInterrupt, SystemExit):  # the backend's own, on the calling thread: its call fails
+
+        def backend_call(exc: type[BaseException] = raised) -> None:
+            raise exc("from the backend")
+
+        with pytest.raises(RaisedInterrupt, match=f"the backend raised {raised.__name__}"):
+            deadlines.call(backend_call, bound=5)
     deadlines.start_test(0.5)
     try:
         assert deadlines.remaining(30) <= 0.5

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nodehost.settings import ConfigError, load
 from tests.helpers import ROOT
 from tests.helpers.nodes import specs
 from tests.helpers.ssh import ADDRESSES, SshServers, need_sshd, ssh_noise, ssh_servers
@@ -112,13 +111,6 @@ def test_losing_a_hosts_gateway_gives_errors_not_a_hang(servers: SshServers) -> 
         _push_between(again)
     finally:
         again.close()
-
-
-@pytest.mark.parametrize("spec", ["127.0.0.2:7000", "popen//python=python3", "socket=127.0.0.2:8888", "ssh="])
-def test_a_host_that_is_not_an_ssh_spec_is_one_usage_line(spec: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        load({"NODEHOST_HOSTS": spec})
-    assert "$NODEHOST_HOSTS" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_stopping_a_host_mid_run_gives_error_rows(servers: SshServers, tmp_path: Path) -> None:

@@ -38,6 +38,14 @@ def test_the_file_gives_hosts_as_execnet_ssh_specs(tmp_path: Path) -> None:
     assert got.source["hosts"] == str(cfg) and got.source["device_ids"] == "default"
 
 
+@pytest.mark.parametrize("spec", ["127.0.0.2:7000", "popen//python=python3", "socket=127.0.0.2:8888", "ssh="])
+def test_a_host_that_is_not_an_ssh_spec_is_one_usage_line(spec: str) -> None:
+    """Other hosts are reached over SSH only (execnet's popen or socket gateways are not a way to another host)."""
+    with pytest.raises(ConfigError) as info:
+        load({"NODEHOST_HOSTS": spec})
+    assert "$NODEHOST_HOSTS" in str(info.value) and "\n" not in str(info.value)
+
+
 def test_a_variable_wins_over_the_file(tmp_path: Path) -> None:
     cfg = _file(tmp_path, f"hosts: ['{HOST_B}']\npool: 2\n")
     got = load({settings.CONFIG_ENV: str(cfg), "NODEHOST_POOL": "0", "NODEHOST_HOSTS": f"{HOST_C},{HOST_B}"})
