@@ -33,6 +33,14 @@ class Hung(Exception):
         self.seconds = seconds
 
 
+class RaisedInterrupt(Exception):
+    """The backend raised KeyboardInterrupt or SystemExit on the thread that called it: that call's failure, never
+    the end of the run (a Ctrl-C reaches the kit's main thread, never this one)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"the backend raised {type(exc).__name__}" + (f": {exc}" if str(exc) else ""))
+
+
 class _CallBound(threading.local):
     seconds: float | None = None
 
@@ -124,5 +132,7 @@ class Deadlines:
             if len(self._idle) < IDLE_WORKERS:
                 self._idle.append(worker)
         if job.exc is not None:
+            if isinstance(job.exc, (KeyboardInterrupt, SystemExit)):
+                raise RaisedInterrupt(job.exc) from job.exc
             raise job.exc
         return job.result

@@ -5,7 +5,9 @@ leaves for them."""
 from __future__ import annotations
 
 import platform
+import signal
 import socket
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +23,9 @@ if TYPE_CHECKING:
     from .state import RunState as State
 
 SUITE_NAME = "push-cache-conformance"
+#: signals that end a run as Ctrl-C does (what CI, ``timeout`` and a closed terminal send): a partial report,
+#: exit code 5, the backend stopped
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 
 def backend_display_name(backend: Any) -> str:
@@ -298,11 +303,45 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
         tr.write_line(f"exit code: {state.exit_code} ({meaning.name if meaning else '?'})")
 
 
-class Finish:
-    """The end of a run: the report and the exit code, the terminal summary; interrupts and internal errors."""
+def _terminated(signum: int, _frame: Any) -> None:
+    for sig in TERMINATING:  # the first one starts the orderly end; a second would break the report it writes
+        signal.signal(sig, signal.SIG_IGN)
+    raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
 
-    def __init__(self, state: State) -> None:
+
+def terminate_as_interrupt() -> dict[int, Any]:
+    """From now on SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread, as SIGINT does; returns the
+    handlers they replace (nothing outside the main thread, where Python cannot set them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict[int, Any] = {}
+    for sig in TERMINATING:
+        try:
+            previous[sig] = signal.signal(sig, _terminated)
+        except (ValueError, OSError):
+            pass
+    return previous
+
+
+def restore_signals(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError, TypeError):
+            pass
+
+
+class Finish:
+    """The end of a run: the report and the exit code, the terminal summary; interrupts (Ctrl-C, SIGTERM,
+    SIGHUP) and internal errors."""
+
+    def __init__(self, state: State, signals: dict[int, Any] | None = None) -> None:
         self.state = state
+        #: the handlers SIGTERM and SIGHUP had before the run (restored at its end)
+        self.signals = signals or {}
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        restore_signals(self.signals)
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         text = str(excinfo.value).strip()

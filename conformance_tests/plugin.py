@@ -17,7 +17,7 @@ from . import profiles  # noqa: F401 - registers the hypothesis profiles
 from .collection import FAMILY_MARK, Collection
 from .context import RunContext
 from .exitcodes import RunResult
-from .finish import Finish
+from .finish import Finish, restore_signals, terminate_as_interrupt
 from .options import add_options
 from .phases import TestPhases
 from .smoke import SmokeCheck
@@ -49,10 +49,17 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     # the caller's result object (the certify CLI passes one to pytest.main), else one of the run's own
     result = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, RunResult)), RunResult())
-    state = start_run(config, result)
+    # SIGTERM and SIGHUP end the run as Ctrl-C does, from the start of the backend's process on
+    signals = terminate_as_interrupt()
+    try:
+        state = start_run(config, result)
+    except BaseException:
+        restore_signals(signals)
+        raise
     config.stash[STATE] = state
-    for concern in (Startup, SmokeCheck, Collection, TestPhases, Finish):
+    for concern in (Startup, SmokeCheck, Collection, TestPhases):
         config.pluginmanager.register(concern(state), f"push_cache_{concern.__name__.lower()}")
+    config.pluginmanager.register(Finish(state, signals), "push_cache_finish")
 
 
 @pytest.fixture

@@ -138,7 +138,10 @@ class Startup:
         exp = state.expectations
         caps = json.dumps(run.caps, sort_keys=True, default=str)
         seed = state.seed if state.seed is not None else ("derandomized" if state.profile == "certify" else "random")
-        return [
+        # capabilities an isolated backend declared that are not data: left out, as if not declared
+        left_out = [f"push_cache capability left out (not data): {line}"
+                    for line in (b.caps_left_out if state.isolation == "process" else [])]
+        return [*left_out,
             f"push_cache backend: {getattr(b, 'name', '?')} {getattr(b, 'version', '?')} ({run.target}; "
             + ("in its own process" if state.isolation == "process" else "in this process") + ")",
             f"push_cache capabilities: {caps}",

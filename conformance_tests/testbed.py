@@ -442,6 +442,8 @@ class Testbed:
             if exc.hung:
                 return Outcome(None, time.monotonic() - start, hung=True, started=start, detail=str(exc))
             raise  # the backend's process died: an error row, not a verdict on push_cache
+        except HarnessError:
+            raise  # e.g. an answer that is not data: an error row, never an outcome to judge
         except Exception as exc:  # noqa: BLE001 - the outcome under test
             return Outcome(exc, time.monotonic() - start, started=start)
         return Outcome(None, time.monotonic() - start, result=result, started=start)

@@ -3,7 +3,8 @@
 ``NodeHostBackend(module)`` satisfies the backend protocol (docs/architecture.md) for any implementation
 module with the vendor's public API: the real ``llm_datadist`` (entry point ``llm_datadist``), or the
 multi-process reference (``reference_impl.multiprocess.datadist``). The parent imports the module too, for
-``node.api`` (the same classes as in the node processes, so arguments pickle across) and never calls it.
+``node.api`` (the same classes as in the node processes, so their enums and value types cross the data-only wire
+by name, :mod:`nodehost.wire`) and never calls it.
 
 * ``open_cluster`` leases one node process per node spec from the backend's pool, and ``init``s each with
   the spec's role, cluster id and options; ``link`` / ``unlink`` make the client call ``link_clusters`` /
@@ -19,10 +20,9 @@ Settings (``nodehost.settings``: each from its environment variable, else from t
 names, else its default): ``pool`` / ``NODEHOST_POOL`` (idle processes kept, default 8; 0: no reuse),
 ``device_ids`` / ``NODEHOST_DEVICE_IDS`` (device ids handed to the nodes of a cluster in order, e.g. ``0,1``),
 ``device_ips`` / ``NODEHOST_DEVICE_IPS`` (their listen ips, same order), ``device_memory`` /
-``NODEHOST_DEVICE_MEMORY`` (see nodehost.memory), ``agents`` / ``NODEHOST_AGENTS`` (``HOST:PORT,HOST:PORT``:
-node agents, see nodehost.agent; node i of a cluster runs on agent i modulo their number; the shared key from
-``NODEHOST_KEY_FILE``, else ``NODEHOST_KEY``, else the file's ``key_file``). ``NODEHOST_LISTEN_IP`` (default
-127.0.0.1) is read by the node processes.
+``NODEHOST_DEVICE_MEMORY`` (see nodehost.memory), ``hosts`` / ``NODEHOST_HOSTS`` (execnet SSH specs,
+``ssh=user@host//python=...``, comma-separated: other hosts, see nodehost.hosts; node i of a cluster runs on host
+i modulo their number). ``NODEHOST_LISTEN_IP`` (default 127.0.0.1) is read by the node processes.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from . import settings
-from .agent import KEY_ENV, KEY_FILE_ENV, load_key
 from .driver import node_main
+from .hosts import host
 from .memory import DEVICE_MEMORY_ENV, device_accessor_kind
 from .process import (
     READY_TIMEOUT_S,
@@ -115,7 +115,10 @@ class HostNode(ProcessNode):
         self.proc = LeasedProcess(proc)
         self.address = tuple(init["address"])
         self.cache_manager_enabled = bool(init["cache_manager"])
-        self._cm = proxy_class(init.get("signatures", {}))(self)
+        signatures = init.get("signatures")
+        if signatures is not None or proc.cm_class is None:  # else the same class as the process's last cluster
+            proc.cm_class = proxy_class(signatures or {})
+        self._cm = proc.cm_class(self)
 
     @property
     def cache_manager(self) -> CacheManagerProxy:
@@ -154,54 +157,57 @@ class HostCluster:
                                  f"{len(parsed)} nodes")
             self._procs = self._lease(len(parsed))
             deadline = time.monotonic() + READY_TIMEOUT_S
+            inits = []
             for slot, ((cid, role, options), proc) in enumerate(zip(parsed, self._procs, strict=True)):
                 proc.label = f"node {cid}"
-                device = int(devices[slot]) if devices else None
-                ip = ips[slot] if slot < len(ips) else None
-                self._nodes[cid] = self._init_node(slot, proc, deadline, cid, role, options, device, ip)
+                proc.wait_ready(deadline)
+                args = (role, cid, options, int(devices[slot]) if devices else None,
+                        ips[slot] if slot < len(ips) else None)
+                inits.append((slot, cid, args, proc.submit("init", *args)))  # every node's init at once
+            for slot, cid, args, answer in inits:
+                self._nodes[cid] = self._init_node(slot, cid, args, answer, deadline)
         except BaseException:
             self.close()
             raise
 
     def _lease(self, n: int) -> list[NodeProcess]:
-        """A process per slot: local, or on the slot's agent; from the slot's pool when pooling."""
+        """A process per slot: local, or on the slot's host; from the slot's pool when pooling."""
         procs: list[NodeProcess] = []
         authkey = os.urandom(32)
         try:
             for slot in range(n):
-                agent = self._backend.agent_for(slot)
-                pool = self._backend.pool(agent)
+                where = self._backend.host_for(slot)
+                pool = self._backend.pool(where)
                 if pool is None:
-                    procs.append(self._backend.start_process("node", self._codec, authkey, agent))
+                    procs.append(self._backend.start_process("node", self._codec, authkey, where))
                     continue
-                start = functools.partial(self._start_in, pool, agent)
+                start = functools.partial(self._start_in, pool, where)
                 procs += pool.lease(1, 0, self._codec, start)
         except BaseException:
             end_all(procs)
             raise
         return procs
 
-    def _start_in(self, pool: NodePool, agent: tuple[str, int] | None, label: str) -> NodeProcess:
-        return self._backend.start_process(label, self._codec, pool.authkey, agent)
+    def _start_in(self, pool: NodePool, where: str | None, label: str) -> NodeProcess:
+        return self._backend.start_process(label, self._codec, pool.authkey, where)
 
     def _pool_of(self, proc: NodeProcess) -> NodePool | None:
-        return self._backend.pool(proc.agent)
+        return self._backend.pool(proc.host)
 
-    def _init_node(self, slot: int, proc: NodeProcess, deadline: float, cid: int, role: str,
-                   options: dict[str, str], device: int | None, ip: str | None) -> HostNode:
-        proc.wait_ready(deadline)
+    def _init_node(self, slot: int, cid: int, args: tuple[Any, ...], answer: Any, deadline: float) -> HostNode:
+        proc = self._procs[slot]
         try:
-            init = proc.call("init", role, cid, options, device, ip)
+            init = answer(None)
         except Exception as exc:
             pool = self._pool_of(proc)
             if pool is None or proc.lease <= 1 or not self._may_be_the_process(exc):
                 raise
             # a reused process that cannot host the new LLMDataDist: replace it by a fresh one, once
             pool.discard(proc)
-            proc = self._procs[slot] = self._start_in(pool, proc.agent, f"node {cid}")
+            proc = self._procs[slot] = self._start_in(pool, proc.host, f"node {cid}")
             proc.lease += 1
             proc.wait_ready(deadline)
-            init = proc.call("init", role, cid, options, device, ip)
+            init = proc.call("init", *args)
         return HostNode(cid, proc, self._backend.api, init)
 
     def _may_be_the_process(self, exc: Exception) -> bool:
@@ -280,9 +286,9 @@ class NodeHostBackend:
 
     def __init__(self, module: str, name: str | None = None, version: str | None = None,
                  pool: NodePool | bool = True, start_method: str = "spawn", product: str = "llm_datadist",
-                 agents: Sequence[tuple[str, int]] | None = None, key: bytes | None = None) -> None:
-        """``agents`` (else $NODEHOST_AGENTS): node agents that run the nodes; ``key``: their shared key (else
-        $NODEHOST_KEY / $NODEHOST_KEY_FILE)."""
+                 hosts: Sequence[str] | None = None) -> None:
+        """``hosts`` (else $NODEHOST_HOSTS / the config file's ``hosts``): execnet SSH specs of the other hosts that
+        run the nodes (nodehost.hosts)."""
         self.module_name = module
         self.name = name or f"nodehost-{module}"
         self._version = version
@@ -290,28 +296,17 @@ class NodeHostBackend:
         self.start_method = start_method
         self.product = product
         self._module: Any = None
-        self._agents = [tuple(a) for a in agents] if agents is not None else None
-        self._key = key
+        self._hosts = list(hosts) if hosts is not None else None
 
     @property
-    def agents(self) -> list[tuple[str, int]]:
-        if self._agents is not None:
-            return list(self._agents)  # type: ignore[arg-type]
-        return list(settings.load().agents)
+    def hosts(self) -> list[str]:
+        if self._hosts is not None:
+            return list(self._hosts)
+        return list(settings.load().hosts)
 
-    def agent_for(self, slot: int) -> tuple[str, int] | None:
-        agents = self.agents
-        return agents[slot % len(agents)] if agents else None
-
-    def agent_key(self) -> bytes:
-        """The agents' shared key: $NODEHOST_KEY_FILE, else $NODEHOST_KEY, else the config file's key_file."""
-        if self._key is None:
-            env_says = os.environ.get(KEY_FILE_ENV, "").strip() or os.environ.get(KEY_ENV, "").strip()
-            try:
-                self._key = load_key(None if env_says else settings.load().key_file)
-            except (SystemExit, OSError) as exc:
-                raise settings.ConfigError(str(exc)) from None
-        return self._key
+    def host_for(self, slot: int) -> str | None:
+        hosts = self.hosts
+        return hosts[slot % len(hosts)] if hosts else None
 
     @property
     def module(self) -> Any:
@@ -337,30 +332,29 @@ class NodeHostBackend:
         mod = self.module
         return SimpleNamespace(**{n: getattr(mod, n) for n in API_NAMES if hasattr(mod, n)})
 
-    def pool(self, agent: tuple[str, int] | None = None) -> NodePool | None:
-        """The pool for nodes on ``agent`` (None: local ones); None when pooling is off."""
+    def pool(self, where: str | None = None) -> NodePool | None:
+        """The pool for nodes on host ``where`` (None: local ones); None when pooling is off."""
         if isinstance(self._pool_choice, NodePool):
-            if agent is None:
+            if where is None:
                 return self._pool_choice
-            return _shared_pool(f"{self._pool_choice.key or id(self._pool_choice)}@{agent[0]}:{agent[1]}")
+            return _shared_pool(f"{self._pool_choice.key or id(self._pool_choice)}@{where}")
         if self._pool_choice is False:
             return None
         size = settings.load().pool
         if size == 0:
             return None
-        pool = _shared_pool(self.module_name if agent is None else f"{self.module_name}@{agent[0]}:{agent[1]}")
+        pool = _shared_pool(self.module_name if where is None else f"{self.module_name}@{where}")
         pool.max_idle = size
         return pool
 
-    def start_process(self, label: str, codec: ParentCodec, authkey: bytes,
-                      agent: tuple[str, int] | None = None) -> NodeProcess:
+    def start_process(self, label: str, codec: ParentCodec, authkey: bytes, where: str | None = None) -> NodeProcess:
         gone = functools.partial(_gone, self.module)
         # the node processes read the device-memory policy from their environment (a config file's value too)
-        args = (self.module_name, {**NODE_ENV, DEVICE_MEMORY_ENV: settings.load().device_memory})
-        if agent is not None:  # the agent's key is the node's key: every node of an agent run shares it
-            return NodeProcess.via_agent(agent, self.agent_key(), "vendor", args, codec, label, gone)
+        env = {**NODE_ENV, DEVICE_MEMORY_ENV: settings.load().device_memory}
+        if where is not None:  # another host: the pool's key is every node's control-plane key there too
+            return NodeProcess.on_host(host(where), self.module_name, env, authkey, codec, label, gone)
         ctx = multiprocessing.get_context(self.start_method)
-        return NodeProcess(ctx, node_main, args, authkey, codec, label, gone)
+        return NodeProcess(ctx, node_main, (self.module_name, env), authkey, codec, label, gone)
 
     def device_memory(self) -> str | None:
         says_host = getattr(self.module, "CONFORMANCE_DEVICE_MEMORY", None) == "host"
@@ -368,8 +362,7 @@ class NodeHostBackend:
 
     def capabilities(self) -> dict[str, Any]:
         """Reads the settings first, so a bad one ends a certification before anything runs (usage error)."""
-        if self.agents:
-            self.agent_key()
+        settings.load()
         mod = self.module
         placements = ["HOST"] + (["DEVICE"] if self.device_memory() else [])
         faults = ["kill_node"] + [f for f in getattr(mod, "CONFORMANCE_FAULTS", ()) if f != "kill_node"]
@@ -396,11 +389,17 @@ _LIVE: set[HostCluster] = set()
 _LIVE_LOCK = threading.Lock()
 
 
+#: the control-plane key of every pooled node process this process starts, here and on other hosts: nodes of one
+#: cluster may come from different pools (one per host), and must accept each other's links
+_POOL_KEY = os.urandom(32)
+
+
 def _shared_pool(key: str) -> NodePool:
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
         if pool is None:
             pool = _POOLS[key] = NodePool(key=key)
+            pool.authkey = _POOL_KEY
         return pool
 
 

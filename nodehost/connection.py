@@ -12,7 +12,9 @@ def shutdown_connection(conn: Connection | Any) -> None:
     """Wake up any thread blocked reading ``conn`` (closing the fd alone would not), then close it."""
     try:
         sock = socket.socket(fileno=conn.fileno())
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # closed already, or not a socket (an execnet channel): just close it
+        with contextlib.suppress(Exception):
+            conn.close()
         return
     try:
         sock.shutdown(socket.SHUT_RDWR)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-import pickle
 import socket
 import threading
 from collections.abc import Mapping, Sequence
@@ -34,13 +33,17 @@ import numpy as np
 from .memory import DEVICE_MEMORY_ENV, HostMemory, MemoryAccessor, device_accessor_kind, make_device_accessor
 from .serve import ActiveRequests, report_start_failure, serve, start_watchdog
 from .vendor_api import CACHE_MANAGER
-from .wire import NodeCodec, encode_error
+from .wire import NodeCodec
 
 #: environment variable: the address node processes listen on (the ip; the port is picked per process)
 LISTEN_IP_ENV = "NODEHOST_LISTEN_IP"
 #: environment variable the node processes get: the pool's shared secret, hex
 KEY_ENV = "NODEHOST_KEY"
 RESET_DRAIN_S = 5.0
+#: requests that never wait on anything (see VendorNode.quick); the others (a push, a link, a deallocation that
+#: revokes pins, a reset) run on a worker thread, so requests from several of the parent's threads overlap
+QUICK_OPS = frozenset({"node", "node_each", "init", "cm_check"})
+QUICK_CM = frozenset({"allocate_cache", "register_cache", "allocate_blocks_cache", "register_blocks_cache"})
 LINK_TIMEOUT_MS = 10000
 
 
@@ -67,12 +70,18 @@ class VendorNode:
         self._device_ranges: list[tuple[int, int]] = []  # [addr, end) of known DEVICE memory
         self._ranges_lock = threading.Lock()
         self.datadist: Any = None
+        self._signatures_sent: type | None = None  # the cache-manager class whose signatures the parent has
         self.ip = os.environ.get(LISTEN_IP_ENV, "127.0.0.1")
         self.port = _free_port(self.ip)
         self.listen = (self.ip, self.port)  # this node's address in links (the device's ip when one is given)
         self.resets = 0
 
     # ---- requests ------------------------------------------------------------------------------------
+    def quick(self, op: str, args: Sequence[Any]) -> bool:
+        """Requests that never wait (on a peer, a pin or a push): nodehost.serve answers them on its reading
+        thread."""
+        return op in QUICK_OPS or (op == "cm" and bool(args) and args[0] in QUICK_CM)
+
     def dispatch(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         if op == "cm":
             name, cargs, ckwargs = args
@@ -104,8 +113,11 @@ class VendorNode:
         return self.datadist
 
     def stats(self) -> dict[str, Any]:
-        return {"pid": os.getpid(), "initialized": self.datadist is not None, "resets": self.resets,
-                "host_allocations": self.host.count(), "address": (self.ip, self.port)}
+        """What the process holds (the pool's self-tests read it after a reset); an implementation's own figures
+        come from its ``conformance_stats()`` hook, where it has one."""
+        own = getattr(self.vendor, "conformance_stats", None)
+        return {**(own() if own is not None else {}), "pid": os.getpid(), "initialized": self.datadist is not None,
+                "resets": self.resets, "host_allocations": self.host.count(), "address": (self.ip, self.port)}
 
     # ---- the LLMDataDist ----------------------------------------------------------------------------
     def init(self, role_name: str, cluster_id: int, options: Mapping[str, str], device_id: int | None,
@@ -130,22 +142,25 @@ class VendorNode:
         try:
             cm = datadist.cache_manager
         except Exception:  # noqa: BLE001 - the cache manager is off in these options
+            self._signatures_sent = None
             return {"cache_manager": False, "signatures": {}, "address": (ip, self.port)}
-        return {"cache_manager": True, "signatures": self._signatures(cm), "address": (ip, self.port)}
+        # the signatures go once per cache-manager class: the parent keeps them with this process
+        sent = type(cm) is self._signatures_sent
+        self._signatures_sent = type(cm)
+        return {"cache_manager": True, "signatures": None if sent else self._signatures(cm), "address": (ip, self.port)}
 
     @staticmethod
     def _signatures(cm: Any) -> dict[str, Any]:
         """The vendor cache-manager methods this implementation has, with their signatures for the parent's
-        forwarders (None where a signature cannot be taken or does not pickle)."""
+        forwarders (None where a signature cannot be taken; a default that is not data crosses as its repr)."""
         out: dict[str, Any] = {}
         for name in CACHE_MANAGER:
             method = getattr(cm, name, None)
             if method is None:
                 continue
             try:
-                sig = inspect.signature(method)
-                pickle.dumps(sig)
-            except Exception:  # noqa: BLE001 - an unpicklable default: the forwarder goes without
+                sig: inspect.Signature | None = inspect.signature(method)
+            except (TypeError, ValueError):  # a native method without one: the forwarder goes without
                 sig = None
             out[name] = sig
         return out
@@ -255,6 +270,11 @@ class VendorNode:
             if inject is None:
                 raise NotImplementedError(f"fault {fault.get('kind')!r} is not supported by {self.module_name}")
             return inject(self._datadist(), dict(fault))
+        if name == "bench_raw":  # a benchmark's baseline: the implementation's own transfer, without push_cache
+            bench = getattr(self.vendor, "conformance_bench_raw", None)
+            if bench is None:
+                raise NotImplementedError(f"{self.module_name} has no raw transfer to measure")
+            return bench(self._datadist(), *args)
         raise AttributeError(f"node has no method {name!r}")
 
 
@@ -270,5 +290,5 @@ def node_main(conn: Any, parent_pid: int, authkey: bytes, module_name: str, env:
     try:
         rt = VendorNode(module_name)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
-        report_start_failure(conn, exc, lambda e: encode_error(e, None, pickle.dumps))
+        report_start_failure(conn, exc)
     serve(conn, rt, (rt.ip, rt.port))

@@ -6,16 +6,15 @@ on the pipe, answered by the node; a reader thread hands the answers back. :clas
 processes between clusters: ``give_back`` asks each live one to ``reset`` (back to its start-up state) and
 keeps those that answer in time; :class:`LeasedProcess` is a cluster's handle, dead once the cluster is closed.
 
-The codec decides what travels (``dumps`` / ``loads`` for messages, ``decode_error`` for an exception the
-node reported); ``gone`` builds the exception a call into a dead process raises. Nothing here knows which
-implementation the node runs.
+The codec (:class:`nodehost.wire.ParentCodec`) decides what travels: data only, in frames whose length is
+checked before they are read; ``gone`` builds the exception a call into a dead process raises. Nothing here knows
+which implementation the node runs.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import pickle
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +22,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from datawire import ErrorRecord, WireError, frames
+
 from .connection import shutdown_connection
+from .wire import OK, read_first, read_reply
 
 READY_TIMEOUT_S = 120.0
 STOP_GRACE_S = 3.0
@@ -33,11 +35,11 @@ DEFAULT_POOL_SIZE = 8
 
 
 class Codec(Protocol):
-    def dumps(self, obj: Any) -> bytes: ...
+    def request(self, req: int, op: str, args: Any, kwargs: Any) -> list[Any]: ...
 
-    def loads(self, data: bytes) -> Any: ...
+    def reply(self, payload: Any) -> Any: ...
 
-    def decode_error(self, payload: Any, where: str) -> BaseException: ...
+    def _error(self, record: Any) -> BaseException: ...
 
 
 class _Pending:
@@ -64,15 +66,13 @@ class NodeProcess:
         self._setup(conn, process, codec, label, gone)
 
     @classmethod
-    def via_agent(cls, agent: tuple[str, int], key: bytes, target: str, args: Sequence[Any], codec: Codec,
-                  label: str, gone: Callable[[str], BaseException]) -> NodeProcess:
-        """A node process that the node agent at ``agent`` starts and relays (nodehost.agent)."""
-        from .agent import AgentProcess, connect
-
-        conn = connect(agent, key, target, args, label)
+    def on_host(cls, host: Any, module: str, env: Mapping[str, str], authkey: bytes, codec: Codec, label: str,
+                gone: Callable[[str], BaseException]) -> NodeProcess:
+        """A node process running ``module`` on another host (a :class:`nodehost.hosts.Host`, reached over SSH)."""
+        conn, process = host.start(label, module, env, authkey)
         self = cls.__new__(cls)
-        self._setup(conn, AgentProcess(conn), codec, label, gone)
-        self.agent = agent
+        self._setup(conn, process, codec, label, gone)
+        self.host = host.spec
         return self
 
     def _setup(self, conn: Any, process: Any, codec: Codec, label: str, gone: Callable[[str], BaseException]) -> None:
@@ -81,8 +81,8 @@ class NodeProcess:
         self._gone_exc = gone
         self.conn = conn
         self.process = process
-        self.agent: tuple[str, int] | None = None
-        self.pid: int = process.pid if process.pid is not None else -1  # an agent's node: known once ready
+        self.host: str | None = None  # the other host's spec, for a node there
+        self.pid: int = process.pid if process.pid is not None else -1  # another host's node: known once ready
         self.address: Any = None
         self.dead = threading.Event()
         self._lock = threading.Lock()
@@ -92,6 +92,8 @@ class NodeProcess:
         self._reader: threading.Thread | None = None
         #: bumped each time a cluster takes the process, and when it gives it back: old handles stop working
         self.lease = 0
+        #: the parent's cache-manager proxy class for what this process runs (its node sends the signatures once)
+        self.cm_class: Any = None
 
     def wait_ready(self, deadline: float) -> None:
         """Wait for the node's ``("ready", address, pid)`` (or its start-up failure)."""
@@ -103,17 +105,23 @@ class NodeProcess:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{self.label} process did not start within {READY_TIMEOUT_S:.0f} s")
         try:
-            kind, *payload = pickle.loads(self.conn.recv_bytes())
+            first = read_first(frames.recv(self.conn))
         except (EOFError, OSError):
             self.process.join(1.0)
             raise RuntimeError(f"{self.label} process exited during start-up (exit code {self.process.exitcode}); "
                                "a script that opens clusters needs an `if __name__ == '__main__':` guard "
                                "(spawn start method)") from None
-        if kind == "fail":
-            raise self.codec.decode_error(payload[0], f"{self.label} start-up")
-        self.address = payload[0]
+        except WireError as exc:
+            raise RuntimeError(f"{self.label} process sent a first message that is not the wire's: {exc}") from None
+        if first[0] == "fail":
+            if len(first) != 2 or not isinstance(first[1], ErrorRecord):
+                raise RuntimeError(f"{self.label} process failed to start and said something else than why")
+            raise self.codec._error(first[1])
+        if len(first) != 3 or not isinstance(first[1], tuple) or type(first[2]) is not int:
+            raise RuntimeError(f"{self.label} process reported ready with something else than (address, pid)")
+        self.address = first[1]
         if self.pid == -1:
-            self.pid = int(payload[1])
+            self.pid = int(first[2])
             self.process.pid = self.pid
         self._reader = threading.Thread(target=self._read_loop, name=f"{self.label}-reader", daemon=True)
         self._reader.start()
@@ -121,20 +129,21 @@ class NodeProcess:
     def _read_loop(self) -> None:
         try:
             while True:
-                data = self.conn.recv_bytes()
+                req, status, payload = read_reply(frames.recv(self.conn))
                 try:
-                    req, status, value, _seen = self.codec.loads(data)
-                except Exception as exc:  # noqa: BLE001 - an undecodable reply fails that request only
-                    req, status, value = getattr(exc, "req", 0), "local_err", exc
+                    value: Any = self.codec.reply(payload)
+                except WireError as exc:  # an undecodable reply fails that request only
+                    status, value = "local_err", RuntimeError(f"{self.label} answered with something that is "
+                                                              f"not data: {exc}")
                 with self._lock:
                     p = self._pending.pop(req, None)
                 if p is not None:
                     p.status, p.value = status, value
                     p.event.set()
-        except (EOFError, OSError):
-            pass
+        except (EOFError, OSError, WireError):
+            pass  # a closed connection, or one that broke the wire: the node is gone either way
         finally:
-            mark_gone = getattr(self.process, "mark_gone", None)  # an agent's node: the connection is its life
+            mark_gone = getattr(self.process, "mark_gone", None)  # another host's node: its channel is its life
             if mark_gone is not None:
                 mark_gone()
             self.dead.set()
@@ -152,38 +161,45 @@ class NodeProcess:
 
     def call_within(self, timeout: float | None, op: str, *args: Any, **kwargs: Any) -> Any:
         """``call`` with a bound on the wait (TimeoutError past it; the request is then abandoned)."""
+        return self.submit(op, *args, **kwargs)(timeout)
+
+    def submit(self, op: str, *args: Any, **kwargs: Any) -> Callable[[float | None], Any]:
+        """Send the request now; the returned function waits for its answer (at most its argument's seconds:
+        TimeoutError past it, the request then abandoned), so requests to several nodes run at once."""
         p = _Pending()
         req = next(self._ids)
-        data = self.codec.dumps((req, op, args, kwargs))
+        data = self.codec.request(req, op, args, kwargs)
         with self._lock:
             if self.dead.is_set():
                 raise self.gone()
             self._pending[req] = p
         try:
             with self._send_lock:
-                self.conn.send_bytes(data)
+                frames.send(self.conn, data)
         except (OSError, ValueError):
             with self._lock:
                 self._pending.pop(req, None)
             raise self.gone() from None
-        if not p.event.wait(timeout):
-            with self._lock:
-                self._pending.pop(req, None)
-            raise TimeoutError(f"{self.label} did not answer {op!r} within {timeout} s")
-        if p.status == "ok":
-            return p.value
-        if p.status == "err":
-            raise self.codec.decode_error(p.value, self.label)
-        if p.status == "local_err":
-            raise p.value
-        raise self.gone()
+
+        def answer(timeout: float | None) -> Any:
+            if not p.event.wait(timeout):
+                with self._lock:
+                    self._pending.pop(req, None)
+                raise TimeoutError(f"{self.label} did not answer {op!r} within {timeout} s")
+            if p.status == OK:
+                return p.value
+            if p.status in ("err", "local_err") and isinstance(p.value, BaseException):
+                raise p.value
+            raise self.gone()
+
+        return answer
 
     @property
     def running(self) -> bool:
         return self.process.exitcode is None and not self.dead.is_set()
 
     def kill(self) -> None:
-        """SIGKILL the process (an agent's node: close its connection, the agent kills it); wait until gone."""
+        """SIGKILL the process (another host's node: the other host kills it); wait until gone."""
         if self.process.exitcode is None:
             try:
                 self.process.kill()
@@ -200,7 +216,7 @@ class NodeProcess:
             return
         try:
             with self._send_lock:
-                self.conn.send_bytes(self.codec.dumps((0, "exit", (), {})))
+                frames.send(self.conn, self.codec.request(0, "exit", (), {}))
         except (OSError, ValueError):
             pass
 
@@ -279,17 +295,21 @@ class NodePool:
     """Node processes kept between clusters (``lease`` / ``give_back``), plus optional spares started early.
 
     Starting a node process (interpreter, imports, transfer-engine agent) costs ~0.8 s, and a certification
-    opens hundreds of clusters. ``give_back`` resets every live process of a closed cluster (the node's
-    ``reset`` request) and keeps those whose reset succeeded, up to ``max_idle``; a process that was killed,
-    died, or failed or timed out its reset is ended instead, so state a reset might have missed never reaches
-    another cluster. ``spares`` more are started ahead whenever a cluster takes processes.
+    opens hundreds of clusters. ``give_back`` asks every live process of a closed cluster to ``reset`` and returns
+    at once; the pool's settling thread keeps those whose reset succeeds, up to ``max_idle``, and ends the others (a
+    process that was killed, died, or failed or timed out its reset), so state a reset might have missed never
+    reaches another cluster. ``lease`` waits for resets under way before it starts a new process. ``spares`` more
+    are started ahead whenever a cluster takes processes.
 
     One pool serves one kind of node process (one target, one authkey): ``key`` names it.
     """
 
     def __init__(self, max_idle: int = DEFAULT_POOL_SIZE, key: str = "") -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._idle: list[NodeProcess] = []
+        #: processes whose reset is under way: (process, its answer, the deadline for it)
+        self._settling: list[tuple[NodeProcess, Callable[[float | None], Any], float]] = []
+        self._settler: threading.Thread | None = None
         self.max_idle = max_idle
         self.key = key
         self.authkey = os.urandom(32)
@@ -298,18 +318,29 @@ class NodePool:
         self.reset_timeout_s = RESET_TIMEOUT_S
 
     def idle_pids(self) -> list[int]:
+        """The idle processes, once the resets under way have settled."""
+        self.settle()
         with self._lock:
             return [p.pid for p in self._idle]
 
-    def lease(self, n: int, spares: int, codec: Codec, start: Starter) -> list[NodeProcess]:
-        """``n`` processes for a new cluster: idle ones first, then new ones from ``start(label)``."""
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait until no reset is under way (True), at most ``timeout`` seconds (default: a reset's bound)."""
+        limit = self.reset_timeout_s + STOP_GRACE_S + 5.0 if timeout is None else timeout
         with self._lock:
+            return self._lock.wait_for(lambda: not self._settling, limit)
+
+    def lease(self, n: int, spares: int, codec: Codec, start: Starter) -> list[NodeProcess]:
+        """``n`` processes for a new cluster: idle ones first (waiting for resets under way), then new ones from
+        ``start(label)``."""
+        with self._lock:
+            self._lock.wait_for(lambda: sum(p.running for p in self._idle) >= n or not self._settling,
+                                self.reset_timeout_s)
             live = [p for p in self._idle if p.running]
             stale = [p for p in self._idle if not p.running]
             taken, self._idle = live[:n], live[n:]
             self.reused += len(taken)
             fresh = n - len(taken)
-            top_up = max(0, spares - len(self._idle))
+            top_up = max(0, spares - len(self._idle) - len(self._settling))
             self.started += fresh + top_up
         taken += [start("node") for _ in range(fresh)]
         extra = [start("spare node") for _ in range(top_up)]
@@ -327,42 +358,52 @@ class NodePool:
         end_all([proc])
 
     def give_back(self, procs: Sequence[NodeProcess]) -> None:
-        """Reset the live ones (in parallel) and keep those that come back clean; end the others."""
+        """A closed cluster's processes: the live ones are reset (every reset at once, settled by the pool's
+        settling thread, while the caller goes on), the others ended."""
+        for p in procs:
+            p.lease += 1  # handles of the closed cluster stop working now, not at the next lease
         if self.max_idle <= 0:  # nothing would be kept: no reset, just end them
-            for p in procs:
-                p.lease += 1
             end_all(procs)
             return
-        ok: set[int] = set()
-        timeout = self.reset_timeout_s
-
-        def reset(p: NodeProcess) -> None:
-            try:
-                p.call_within(timeout, "reset")
-            except Exception:  # noqa: BLE001 - any failure means: do not reuse this process
-                return
-            ok.add(id(p))
-
-        live = [p for p in procs if p.running]
-        threads = [threading.Thread(target=reset, args=(p,), daemon=True) for p in live]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        keep: list[NodeProcess] = []
-        with self._lock:
-            for p in live:
-                if id(p) in ok and p.running and len(self._idle) + len(keep) < self.max_idle:
-                    p.lease += 1  # handles of the closed cluster stop working now, not at the next lease
-                    p.label = "idle node"
-                    keep.append(p)
-            self._idle.extend(keep)
+        deadline = time.monotonic() + self.reset_timeout_s
+        pending, lost = [], []
         for p in procs:
-            if p not in keep:
-                p.lease += 1
-        end_all([p for p in procs if p not in keep])
+            try:
+                if not p.running:
+                    raise RuntimeError("gone")
+                pending.append((p, p.submit("reset"), deadline))
+                p.label = "idle node"
+            except Exception:  # noqa: BLE001 - a process that cannot take the request is not reused
+                lost.append(p)
+        with self._lock:
+            self._settling.extend(pending)
+            if pending and self._settler is None:
+                self._settler = threading.Thread(target=self._settle_loop, name="pool-settle", daemon=True)
+                self._settler.start()
+            self._lock.notify_all()
+        end_all(lost)
+
+    def _settle_loop(self) -> None:
+        while True:
+            with self._lock:
+                self._lock.wait_for(lambda: bool(self._settling))
+                proc, answer, deadline = self._settling[0]
+            try:
+                answer(max(0.0, deadline - time.monotonic()))
+                ok = proc.running
+            except Exception:  # noqa: BLE001 - any failure means: do not reuse this process
+                ok = False
+            with self._lock:
+                self._settling.pop(0)
+                keep = ok and len(self._idle) < self.max_idle
+                if keep:
+                    self._idle.append(proc)
+                self._lock.notify_all()
+            if not keep:
+                end_all([proc])
 
     def close(self) -> None:
+        self.settle()
         with self._lock:
             procs, self._idle = self._idle, []
         end_all(procs)

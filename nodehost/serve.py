@@ -1,21 +1,24 @@
 """The node's side of the pipe: serve the parent's requests, each on a worker thread, until told to stop.
 
-A runtime (what the node process holds) has ``dispatch(op, args, kwargs)`` and a ``codec`` with ``dumps``,
-``loads`` (returning the request and the caches it named) and ``encode_error``. ``serve`` counts the requests
-in flight (a ``reset`` waits for the previous cluster's to end: :class:`ActiveRequests`), answers every
-request, even one that raised, and exits the process when the pipe closes or the parent says ``exit``. A
-watchdog exits it when the parent process is gone, so no node process outlives its parent.
+A runtime (what the node process holds) has ``dispatch(op, args, kwargs)``, a ``codec`` (:class:`nodehost.wire.
+NodeCodec`: the data-only wire) and, optionally, ``quick(op, args)``: requests that never wait on anything, answered
+on the reading thread instead of a worker (a thread hand-off costs more than they do). ``serve`` counts the requests in flight (a ``reset`` waits for the previous
+cluster's to end: :class:`ActiveRequests`), answers every request, even one that raised, and exits the process
+when the pipe closes, when the parent says ``exit``, or when a frame is not the wire's. A watchdog exits it when
+the parent process is gone, so no node process outlives its parent.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
+
+from datawire import frames
+
+from .wire import ERR, OK, first_frame
 
 WATCHDOG_PERIOD_S = 0.5
 MAX_WORKERS = 16
@@ -44,10 +47,11 @@ class ActiveRequests:
             self.count -= 1
             self._cv.notify_all()
 
-    def wait_idle(self, timeout: float) -> bool:
-        """True once no request but the calling one runs; False after ``timeout`` seconds."""
+    def wait_idle(self, timeout: float, keep: int = 1) -> bool:
+        """True once no more than ``keep`` run (by default: none but the calling request); False after
+        ``timeout`` seconds."""
         with self._cv:
-            return self._cv.wait_for(lambda: self.count <= 1, timeout)
+            return self._cv.wait_for(lambda: self.count <= keep, timeout)
 
 
 def _watchdog(parent_pid: int) -> None:
@@ -61,56 +65,52 @@ def start_watchdog(parent_pid: int) -> None:
     threading.Thread(target=_watchdog, args=(parent_pid,), name="watchdog", daemon=True).start()
 
 
-def report_start_failure(conn: Any, exc: BaseException, encode: Callable[[BaseException], Any]) -> None:
+def report_start_failure(conn: Any, exc: BaseException) -> None:
     """Tell the parent why the node could not start, then exit."""
     try:
-        conn.send_bytes(pickle.dumps(("fail", encode(exc))))
+        frames.send(conn, first_frame("fail", exc))
     finally:
         os._exit(1)
 
 
 def serve(conn: Any, rt: Runtime, address: Any) -> None:
-    """Report ``("ready", address, pid)``, then serve requests until the pipe closes; never returns."""
-    conn.send_bytes(pickle.dumps(("ready", address, os.getpid())))
+    """Report ``["ready", address, pid]``, then serve requests until the pipe closes; never returns."""
+    frames.send(conn, first_frame("ready", tuple(address), os.getpid()))
     send_lock = threading.Lock()
 
-    def reply(msg: Any) -> None:
+    def reply(req: int, status: str, value: Any, seen: list[Any]) -> None:
         codec = rt.codec  # a reset replaces the codec: read it for every message
         try:
-            data = codec.dumps(msg)
-        except Exception as exc:  # noqa: BLE001 - an unpicklable result becomes an error
-            data = codec.dumps((msg[0], "err", codec.encode_error(exc), []))
+            sections = codec.reply(req, status, value, seen)
+        except Exception as exc:  # noqa: BLE001 - a result that is not data fails its request
+            sections = codec.reply(req, ERR, RuntimeError(f"the node's {type(value).__name__} cannot be sent: {exc}"),
+                                   [])
         with send_lock:
-            conn.send_bytes(data)
+            frames.send(conn, *sections)
 
     def run(req: int, op: str, args: Any, kwargs: Any, seen: list[Any]) -> None:
         try:
             try:
-                result = rt.dispatch(op, args, kwargs)
+                result, status = rt.dispatch(op, args, kwargs), OK
             except BaseException as exc:  # noqa: BLE001 - every error goes back to the parent
-                msg: Any = (req, "err", rt.codec.encode_error(exc), seen)
-            else:
-                msg = (req, "ok", result, seen)
+                result, status = exc, ERR
         finally:
             rt.active.ended()
         try:
-            reply(msg)
+            reply(req, status, result, seen)
         except (OSError, EOFError):
             os._exit(0)
 
     pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="node-req")
-    while True:
-        try:
-            data = conn.recv_bytes()
-        except (EOFError, OSError):
-            break
-        try:
-            (req, op, args, kwargs), seen = rt.codec.loads(data)
-        except Exception as exc:  # noqa: BLE001 - the request id is unknown: answer request 0
-            reply((0, "err", rt.codec.encode_error(exc), []))
-            continue
+    # a reset replaces the codec: read it for every request
+    for (req, op, args, kwargs), seen in frames.incoming(conn, lambda sections: rt.codec.decode_request(sections),
+                                                         "node process"):
         if op == "exit":
             break
         rt.active.started()  # counted before the worker runs, so a reset that follows sees it
-        pool.submit(run, req, op, args, kwargs, seen)
+        quick = getattr(rt, "quick", None)
+        if quick is not None and quick(op, args):
+            run(req, op, args, kwargs, seen)  # one that never waits: answered here, no thread hand-off
+        else:
+            pool.submit(run, req, op, args, kwargs, seen)
     os._exit(0)

@@ -24,8 +24,7 @@ from .process import DEFAULT_POOL_SIZE
 CONFIG_ENV = "NODEHOST_CONFIG"
 #: setting -> its environment variable (a comma-separated list for the list settings)
 ENV = {
-    "agents": "NODEHOST_AGENTS",
-    "key_file": "NODEHOST_KEY_FILE",
+    "hosts": "NODEHOST_HOSTS",
     "device_ids": "NODEHOST_DEVICE_IDS",
     "device_ips": "NODEHOST_DEVICE_IPS",
     "pool": "NODEHOST_POOL",
@@ -40,8 +39,7 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    agents: tuple[tuple[str, int], ...] = ()
-    key_file: str | None = None
+    hosts: tuple[str, ...] = ()
     device_ids: tuple[int, ...] = ()
     device_ips: tuple[str, ...] = ()
     pool: int = DEFAULT_POOL_SIZE
@@ -96,16 +94,16 @@ def _read_file(path: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: not YAML{at}: {getattr(exc, 'problem', exc)}") from None
     data = {} if data is None else data
     _check(data, path)
-    if "key_file" in data:  # relative to the file that names it
-        data["key_file"] = str((Path(path).parent / data["key_file"]).resolve())
     return dict(data)
 
 
-def _address(text: str, where: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not 0 < int(port) < 65536:
-        raise ConfigError(f"{where}: {text!r}: the port must be 1-65535")
-    return host, int(port)
+def _host(spec: str, where: str) -> str:
+    from .hosts import HostSpecError, check_spec
+
+    try:
+        return check_spec(spec)
+    except HostSpecError as exc:
+        raise ConfigError(f"{where}: hosts: {exc}") from None
 
 
 def load(environ: Mapping[str, str] | None = None) -> Settings:
@@ -131,11 +129,11 @@ def _load(env_items: tuple[tuple[str, str], ...], _stamp: int | None) -> Setting
         _check({name: value}, f"${ENV[name]}")
     values = {**from_file, **from_env}
     source = {n: (f"${ENV[n]}" if n in from_env else path if n in from_file else "default") for n in ENV}
-    agents = tuple(_address(a, source["agents"]) for a in values.get("agents", ()))
+    hosts = tuple(_host(h, source["hosts"]) for h in values.get("hosts", ()))
     ids, ips = tuple(values.get("device_ids", ())), tuple(values.get("device_ips", ()))
     if ids and ips and len(ips) != len(ids):
         raise ConfigError(f"{source['device_ips']}: {len(ips)} device ips for {len(ids)} device ids "
                           f"({source['device_ids']})")
-    return Settings(agents=agents, key_file=values.get("key_file"), device_ids=ids, device_ips=ips,
+    return Settings(hosts=hosts, device_ids=ids, device_ips=ips,
                     pool=int(values.get("pool", DEFAULT_POOL_SIZE)),
                     device_memory=str(values.get("device_memory", "auto")), source=source)

@@ -99,6 +99,9 @@ EXTENSIONS = {
     "CONFORMANCE_DEVICE_MEMORY": "'host': the implementation's DEVICE placement is host memory (CPU emulator)",
     "CONFORMANCE_FAULTS": "fault kinds conformance_inject understands, beyond kill_node (which the host does)",
     "conformance_inject": "conformance_inject(datadist, fault): inject a fault into a node",
+    "conformance_stats": "conformance_stats() -> dict: what the process holds, for the pool's self-tests",
+    "conformance_bench_raw": "conformance_bench_raw(datadist, server_id, src, dst_cache_id, tpl, repeats, per_layer, "
+                             "notify) -> seconds: the transport's raw WRITEs, a benchmark's baseline",
 }
 
 ALL_VENDOR = {**MODULE, **LLM_DATADIST, **CLUSTER_INFO, **CACHE, **VALUES, **CACHE_MANAGER}

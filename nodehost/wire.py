@@ -1,41 +1,40 @@
-"""What travels between the parent and a node process of a vendor-API implementation.
+"""What travels between the node host and a node process of a vendor-API implementation: the project's one wire
+(:mod:`datawire`), data only, locally over a pipe and to other hosts over SSH.
 
-Messages are pickles. The implementation's ``Cache`` objects never leave their node: the node's pickler sends
-a handle ``("cache", owner cluster_id, handle, snapshot)`` and the parent's unpickler turns it into a proxy,
-an instance of a subclass of the same ``Cache`` class whose public properties (``cache_id``, ``cache_desc``,
-``tensor_addrs``, ``is_blocks_cache``) read the snapshot that the latest reply carried. A proxy passed back
-becomes the node's real Cache; a proxy of another node's cache (or of an earlier cluster: handles never
-repeat within a process) arrives as a Cache built with the manager's constructor and no manager, which is
-what the implementation sees when a foreign cache object is passed in.
+A request is a frame of one codec message ``[req, op, args, kwargs]``. A reply is a frame of two sections, a plain
+header ``[req, status]`` (``status``: ``ok`` or ``err``) and a codec message ``[value, seen]``: the parent always
+learns which request a reply answers, even when its payload cannot be decoded (that request then fails alone). Both ends import
+the same implementation module, so the API's enums and value types (``CacheDesc``, the keys) cross by name and are
+rebuilt with the receiver's own classes; an exception crosses as a record and the parent rebuilds it with the
+implementation's ``LLMException`` (its ``status_code`` a member of the implementation's ``LLMStatusCode``).
 
-Exceptions: an ``LLMException`` travels as (message, status code) and is rebuilt with the implementation's
-own class, so ``status_code`` survives even when the class does not pickle; others travel pickled, or as a
-RuntimeError naming the original type.
+The implementation's ``Cache`` objects never leave their node: the node sends a handle ``["cache", owner cluster
+id, token, number, snapshot]`` and the parent turns it into a proxy, an instance of a subclass of the same
+``Cache`` class whose public properties (``cache_id``, ``cache_desc``, ``tensor_addrs``, ``is_blocks_cache``) read
+the snapshot that the latest reply carried (``seen``: the state of every cache of the node a request named). A
+proxy passed back becomes the node's real Cache; a proxy of another node's cache (or of an earlier cluster:
+handles never repeat within a process, and carry the process's token) arrives as a Cache built with the manager's
+constructor and no manager, which is what the implementation sees when a foreign cache object is passed in.
 """
 
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import threading
-import traceback
 from typing import Any
 
-_PROTOCOL = pickle.HIGHEST_PROTOCOL
+from datawire import Codec, Names, WireError, decode_plain, encode_plain, rebuild
+
 #: this process's part of every cache handle: a handle made in one node process never resolves in another,
 #: even when a pooled process serves a later cluster under the same cluster id
 _TOKEN = os.urandom(8).hex()
 _PROXY_CLASSES: dict[type, type] = {}
 _PROXY_LOCK = threading.Lock()
+OK, ERR = "ok", "err"
 
 
-def _status_int(code: Any) -> int:
-    return int(getattr(code, "value", code))
-
-
-def snapshot(cache: Any) -> tuple[Any, ...]:
-    return (cache.cache_id, cache.cache_desc, list(cache.tensor_addrs), bool(cache.is_blocks_cache))
+def snapshot(cache: Any) -> list[Any]:
+    return [cache.cache_id, cache.cache_desc, list(cache.tensor_addrs), bool(cache.is_blocks_cache)]
 
 
 def proxy_class(cache_cls: type) -> type:
@@ -62,14 +61,20 @@ def _make_proxy_class(cache_cls: type) -> type:
     })
 
 
-def encode_error(exc: BaseException, llm_exception: type | None, dumps: Any) -> tuple[Any, ...]:
-    tb = "".join(traceback.format_exception(exc))
-    if llm_exception is not None and isinstance(exc, llm_exception):
-        return ("llm", str(exc), _status_int(getattr(exc, "status_code", -1)), tb)
-    try:
-        return ("pickled", dumps(exc), tb)
-    except Exception:  # noqa: BLE001 - any pickling failure falls back to the plain form
-        return ("plain", type(exc).__name__, str(exc), tb)
+def _cache_handle(fields: list[Any]) -> tuple[int, tuple[str, int], tuple[Any, ...]]:
+    """(owner, handle, snapshot) of a cache handle's data."""
+    if not (len(fields) == 5 and fields[0] == "cache" and type(fields[1]) is int and isinstance(fields[2], str)
+            and type(fields[3]) is int and isinstance(fields[4], list) and len(fields[4]) == 4):
+        raise WireError("a handle that is not a cache handle")
+    return fields[1], (fields[2], fields[3]), tuple(fields[4])
+
+
+def read_reply(sections: list[Any]) -> tuple[int, str, Any]:
+    """A reply's header and payload; :class:`~datawire.WireError` when the frame is not one."""
+    got: Any = decode_plain(sections[0]) if len(sections) == 2 else None
+    if not (isinstance(got, list) and len(got) == 2 and type(got[0]) is int and got[1] in (OK, ERR)):
+        raise WireError("a reply that is not [request id, status] and a payload")
+    return got[0], got[1], sections[1]
 
 
 class ParentCodec:
@@ -80,6 +85,7 @@ class ParentCodec:
         self.proxy_cls: Any = proxy_class(module.Cache)
         self._lock = threading.Lock()
         self._proxies: dict[tuple[int, Any], Any] = {}
+        self.codec = Codec(Names.of(module), export=self._export, import_handle=self._import, make_error=self._error)
 
     def proxy(self, owner: int, handle: Any, snap: tuple[Any, ...]) -> Any:
         with self._lock:
@@ -91,68 +97,49 @@ class ParentCodec:
             p._nh_snap = tuple(snap)
             return p
 
-    def dumps(self, obj: Any) -> bytes:
-        buf = io.BytesIO()
-        pk = pickle.Pickler(buf, _PROTOCOL)
-        proxy_cls = self.proxy_cls
+    def _export(self, obj: Any) -> list[Any] | None:
+        if isinstance(obj, self.proxy_cls):
+            p: Any = obj
+            return ["cache", p._nh_owner, *p._nh_handle, list(p._nh_snap)]
+        return None
 
-        def persistent_id(o: Any) -> Any:
-            if isinstance(o, proxy_cls):
-                p: Any = o
-                return ("cache", p._nh_owner, p._nh_handle, p._nh_snap)
-            return None
+    def _import(self, fields: list[Any]) -> Any:
+        owner, handle, snap = _cache_handle(fields)
+        return self.proxy(owner, handle, snap)
 
-        pk.persistent_id = persistent_id  # type: ignore[method-assign]
-        pk.dump(obj)
-        return buf.getvalue()
+    def _error(self, record: Any) -> BaseException:
+        return rebuild(record, getattr(self.module, "LLMException", None), getattr(self.module, "LLMStatusCode", None),
+                       "a node process")
 
-    def loads(self, data: bytes) -> Any:
-        up = pickle.Unpickler(io.BytesIO(data))
+    def request(self, req: int, op: str, args: Any, kwargs: Any) -> list[Any]:
+        """A request's frame section (the codec message's buffers)."""
+        return self.codec.encode_parts([req, op, tuple(args), dict(kwargs)])
 
-        def persistent_load(pid: Any) -> Any:
-            kind, owner, handle, snap = pid
-            if kind != "cache":
-                raise pickle.UnpicklingError(f"unknown persistent id {kind!r}")
-            return self.proxy(owner, handle, snap)
-
-        up.persistent_load = persistent_load  # type: ignore[method-assign]
-        return up.load()
-
-    def decode_error(self, payload: Any, where: str) -> BaseException:
-        kind, *rest = payload
-        if kind == "llm":
-            msg, status, tb = rest
-            try:
-                code = self.module.LLMStatusCode(status)
-            except ValueError:
-                code = self.module.LLMStatusCode.LLM_FAILED
-            exc: BaseException = self.module.LLMException(msg, status_code=code)
-        elif kind == "pickled":
-            data, tb = rest
-            loaded = self.loads(data)
-            exc = loaded if isinstance(loaded, BaseException) else RuntimeError(repr(loaded))
-        else:
-            name, msg, tb = rest
-            exc = RuntimeError(f"{name}: {msg}")
-        exc.add_note(f"(raised in {where}; remote traceback follows)\n{tb}")
-        return exc
+    def reply(self, payload: Any) -> Any:
+        """The value a reply's payload carries (its ``seen`` caches update their proxies on the way)."""
+        got = self.codec.decode(payload)
+        if not (isinstance(got, list) and len(got) == 2):
+            raise WireError("a reply payload that is not [value, seen]")
+        return got[0]
 
 
 class NodeCodec:
     """The node's side: the implementation's Caches go out as handles; this node's handles come back as them."""
 
-    def __init__(self, module: Any, cluster_id: int = -1, first_handle: int = 1) -> None:
+    def __init__(self, module: Any, cluster_id: int = -1, first_handle: int = 1, names: Names | None = None) -> None:
         self.module = module
         self.cluster_id = cluster_id
+        self.names = names or Names.of(module)
         self._lock = threading.Lock()
         self._by_handle: dict[tuple[str, int], Any] = {}
         self._by_obj: dict[int, tuple[str, int]] = {}  # id(cache) -> handle (the cache is kept alive in _by_handle)
         self._next = first_handle
+        self._out = Codec(self.names, export=self._export)
 
     def successor(self, cluster_id: int = -1) -> NodeCodec:
         """A codec for the next cluster: no caches, handles that never repeat this one's."""
         with self._lock:
-            return NodeCodec(self.module, cluster_id, self._next)
+            return NodeCodec(self.module, cluster_id, self._next, self.names)
 
     def handle_of(self, cache: Any) -> tuple[str, int]:
         with self._lock:
@@ -173,36 +160,42 @@ class NodeCodec:
         # the manager's constructor (facts §3): id, description, addresses, manager, is_registered, is_blocks
         return self.module.Cache(cache_id, desc, list(addrs), None, False, is_blocks)
 
-    def dumps(self, obj: Any) -> bytes:
-        buf = io.BytesIO()
-        pk = pickle.Pickler(buf, _PROTOCOL)
-        cache_cls = self.module.Cache
+    def _export(self, obj: Any) -> list[Any] | None:
+        if isinstance(obj, self.module.Cache):
+            return ["cache", self.cluster_id, *self.handle_of(obj), snapshot(obj)]
+        return None
 
-        def persistent_id(o: Any) -> Any:
-            if isinstance(o, cache_cls):
-                return ("cache", self.cluster_id, self.handle_of(o), snapshot(o))
-            return None
-
-        pk.persistent_id = persistent_id  # type: ignore[method-assign]
-        pk.dump(obj)
-        return buf.getvalue()
-
-    def loads(self, data: bytes) -> tuple[Any, list[Any]]:
-        """The object, and the caches of this node it named (their state goes back with the reply)."""
+    def decode_request(self, sections: list[Any]) -> tuple[Any, list[Any]]:
+        """``[req, op, args, kwargs]``, and the caches of this node it named (their state goes back with the reply)."""
         seen: list[Any] = []
-        up = pickle.Unpickler(io.BytesIO(data))
 
-        def persistent_load(pid: Any) -> Any:
-            kind, owner, handle, snap = pid
-            if kind != "cache":
-                raise pickle.UnpicklingError(f"unknown persistent id {kind!r}")
+        def resolve(fields: list[Any]) -> Any:
+            owner, handle, snap = _cache_handle(fields)
             cache = self.resolve(owner, handle, snap)
-            if owner == self.cluster_id:
+            if owner == self.cluster_id and all(c is not cache for c in seen):
                 seen.append(cache)
             return cache
 
-        up.persistent_load = persistent_load  # type: ignore[method-assign]
-        return up.load(), seen
+        if len(sections) != 1:
+            raise WireError("a request of more than one section")
+        got = Codec(self.names, import_handle=resolve).decode(sections[0])
+        if not (isinstance(got, list) and len(got) == 4 and type(got[0]) is int and isinstance(got[1], str)
+                and isinstance(got[2], tuple) and isinstance(got[3], dict)):
+            raise WireError("a request that is not [request id, op, args, kwargs]")
+        return got, seen
 
-    def encode_error(self, exc: BaseException) -> tuple[Any, ...]:
-        return encode_error(exc, getattr(self.module, "LLMException", None), self.dumps)
+    def reply(self, req: int, status: str, value: Any, seen: list[Any]) -> tuple[Any, ...]:
+        """A reply's frame sections."""
+        return encode_plain([req, status]), self._out.encode_parts([value, seen])
+
+
+def first_frame(kind: str, *body: Any) -> list[Any]:
+    """A node's first message: ``["ready", address, pid]`` or ``["fail", error record]``."""
+    return Codec().encode_parts([kind, *body])
+
+
+def read_first(sections: list[Any]) -> list[Any]:
+    got = Codec().decode(sections[0]) if len(sections) == 1 else None
+    if not (isinstance(got, list) and got and got[0] in ("ready", "fail")):
+        raise WireError("a first message that is neither ready nor fail")
+    return got

@@ -59,6 +59,8 @@ class MemoryPool:
         self._free_starts: list[int] = [0]  # sorted start pages of free runs
         self._free_len: dict[int, int] = {0: self.num_pages}
         self._used: dict[int, int] = {}  # start page -> pages
+        #: the end of the highest allocation ever made (bytes from the segment's base): what has been written at most
+        self.high_water = 0
 
     @property
     def free_bytes(self) -> int:
@@ -74,6 +76,7 @@ class MemoryPool:
                 if run >= pages:
                     self._take(start, run, pages)
                     self._used[start] = pages
+                    self.high_water = max(self.high_water, (start + pages) * self.page)
                     return self.segment.base + start * self.page
         raise LLMException(f"memory pool exhausted: {nbytes} bytes requested",
                            status_code=LLMStatusCode.LLM_OUT_OF_MEMORY)

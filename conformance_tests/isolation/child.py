@@ -3,7 +3,8 @@
 Started by :mod:`conformance_tests.isolation.executor` as ``python -m conformance_tests.isolation.child FD
 TARGET``.  A request the kit makes from one of its own threads runs on a thread here too, so the kit's concurrent
 pushes overlap as they would in process; the others run in turn on the reading thread (a thread hand-off per
-call would cost more than the call).  The process ignores Ctrl-C (the kit decides what an interrupt ends) and exits when the pipe closes.
+call would cost more than the call).  What crosses is data only (:mod:`.wire`).  The process ignores Ctrl-C (the
+kit decides what an interrupt ends) and exits when the pipe closes.
 """
 
 from __future__ import annotations
@@ -13,42 +14,45 @@ import os
 import signal
 import sys
 import threading
-import types
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any
 
+from datawire import Codec, Names, NotData, WireError, frames
+
 from ..backend import call_each
 from . import wire
+from .api import describe
 
 ROOT = 0  # the handle of the backend object itself
 
 
 class Registry:
-    """The objects the kit holds handles to, by handle number (and back, so an object keeps one handle)."""
+    """The objects the kit holds handles to, by handle number (and back, so an object keeps one handle), and the
+    API enums described so far (their members cross by name)."""
 
     def __init__(self, root: Any) -> None:
         self.objects: dict[int, Any] = {ROOT: root}
         self.handles: dict[int, int] = {id(root): ROOT}
         self.next = 1
         self.lock = threading.Lock()
+        self.names = Names()
 
-    def persistent_id(self, obj: Any) -> Any:
-        if isinstance(obj, types.ModuleType):
-            return ("module", obj.__name__)
-        if wire.by_value(obj):
-            return None
+    def export(self, obj: Any) -> list[Any]:
+        """The handle of an object that is not data: ``[number, type name]`` (the name is for people only)."""
         with self.lock:
             hid = self.handles.get(id(obj))
             if hid is None:
                 hid, self.next = self.next, self.next + 1
                 self.objects[hid] = obj
                 self.handles[id(obj)] = hid
-        return ("handle", hid, f"{type(obj).__module__}.{type(obj).__qualname__}")
+        return [hid, f"{type(obj).__module__}.{type(obj).__qualname__}"]
 
-    def persistent_load(self, pid: Any) -> Any:
+    def resolve(self, fields: list[Any]) -> Any:
         """A handle the kit sent back: the very object it names."""
-        return self.objects[int(pid[1])]
+        if len(fields) != 1 or type(fields[0]) is not int or fields[0] not in self.objects:
+            raise WireError(f"unknown handle {fields!r}")
+        return self.objects[fields[0]]
 
     def release(self, hids: list[int]) -> None:
         with self.lock:
@@ -58,18 +62,33 @@ class Registry:
                     self.handles.pop(id(obj), None)
 
 
-def _attribute(registry: Registry, obj: Any, name: str) -> Any:
+def _attribute(obj: Any, name: str) -> tuple[str, Any]:
     value = getattr(obj, name)
     if inspect.ismethod(value) and value.__self__ is obj and callable(getattr(type(obj), name, None)):
         # called through the owner's handle: one round trip, no handle per lookup; the signature goes along
         # (the suite inspects push_cache's)
         try:
-            signature = inspect.signature(value)
+            signature: inspect.Signature | None = inspect.signature(value)
         except (TypeError, ValueError):
             signature = None
         # a method of the class: the kit may take it as a method of every object of this class
-        return ("method", (name, signature, f"{type(obj).__module__}.{type(obj).__qualname__}"))
-    return ("value", value)
+        return wire.METHOD, [name, signature, f"{type(obj).__module__}.{type(obj).__qualname__}"]
+    return wire.VALUE, value
+
+
+def capabilities_as_data(caps: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The capabilities that are data, and one line for each that is not (it is left out: never a handle)."""
+    strict = Codec()
+    kept: dict[str, Any] = {}
+    left_out: list[str] = []
+    for key, value in caps.items():
+        try:
+            strict.encode([key, value])
+        except (NotData, RecursionError) as exc:
+            left_out.append(f"{key!r}: {exc}"[:300])
+            continue
+        kept[key] = value
+    return kept, left_out
 
 
 def serve(conn: Connection, target: str) -> None:
@@ -77,52 +96,51 @@ def serve(conn: Connection, target: str) -> None:
 
     try:
         backend, resolved = resolve_backend(target)
-        caps = backend_capabilities(backend)
+        caps, left_out = capabilities_as_data(backend_capabilities(backend))
     except BackendError as exc:
-        conn.send_bytes(wire.dumps(("error", str(exc)), None))
+        frames.send(conn, *wire.first_frame("error", str(exc)))
         return
     registry = Registry(backend)
+    codec = Codec(registry.names, export=registry.export, import_handle=registry.resolve)
     send_lock = threading.Lock()
 
     def reply(rid: int, status: str, kind: str, value: Any) -> None:
-        # the payload is pickled apart from the header: the kit can fail to rebuild a value and still know
-        # which request it answered and what was raised
-        text = f"{type(value).__module__}.{type(value).__qualname__}: {value}" if status == "raise" else ""
         try:
-            payload = wire.dumps(value, registry.persistent_id)
-        except Exception as exc:  # noqa: BLE001 - an unpicklable result or exception is reported, not fatal
-            status, kind, payload = "raise", "value", b""
-            text = f"{type(exc).__name__}: the backend's {type(value).__name__} cannot be sent: {exc}"
-        data = wire.dumps((rid, status, kind, text[:2000], payload), None)
+            payload = codec.encode_parts(value)
+        except Exception as exc:  # noqa: BLE001 - what cannot be sent is reported as the call's error
+            status, kind = wire.RAISE, wire.VALUE
+            payload = codec.encode_parts(RuntimeError(f"the backend's {type(value).__name__} cannot be sent: {exc}"))
+        sections = wire.reply_frame(rid, status, kind, payload)
         with send_lock:
-            conn.send_bytes(data)
+            frames.send(conn, *sections)
 
-    def handle(rid: int, op: str, hid: int, name: str | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def handle(rid: int, op: str, hid: int, name: Any, args: Any, kwargs: Any) -> None:
         try:
             obj = registry.objects[hid]
             if op == "getattr":
-                result = _attribute(registry, obj, str(name))
+                kind, result = _attribute(obj, str(name))
             elif op == "call":
-                result = ("value", (getattr(obj, str(name)) if name else obj)(*args, **kwargs))
+                kind, result = wire.VALUE, (getattr(obj, str(name)) if name else obj)(*args, **kwargs)
             elif op == "each":  # per-tensor steps: through the node's own batch when it has one
-                result = ("value", call_each(obj, str(name), args[0]))
+                kind, result = wire.VALUE, call_each(obj, str(name), args[0])
+            elif op == "api":  # the node's api, described as data (the kit builds its own classes)
+                description, enums = describe(obj.api)
+                for enum_name, cls in enums.items():
+                    registry.names.add_enum(enum_name, cls)
+                kind, result = wire.API, description
             else:
                 raise ValueError(f"unknown request {op!r}")
-        except BaseException as exc:  # noqa: BLE001 - every exception goes back to the kit
-            reply(rid, "raise", "value", exc)
+        except BaseException as exc:  # noqa: BLE001 - every exception goes back to the kit (as a record)
+            reply(rid, wire.RAISE, wire.VALUE, exc)
         else:
-            reply(rid, "ok", *result)
+            reply(rid, wire.OK, kind, result)
 
-    conn.send_bytes(wire.dumps(("ready", {"name": str(getattr(backend, "name", "") or ""),
-                                          "version": str(getattr(backend, "version", "?")),
-                                          "target": resolved, "caps": caps}), None))
+    frames.send(conn, *wire.first_frame("ready", codec.encode_parts({
+        "name": str(getattr(backend, "name", "") or ""), "version": str(getattr(backend, "version", "?")),
+        "target": resolved, "caps": caps, "caps_left_out": left_out})))
     with ThreadPoolExecutor(max_workers=32, thread_name_prefix="request") as pool:
-        while True:
-            try:
-                data = conn.recv_bytes()
-            except (EOFError, OSError):
-                break
-            rid, op, hid, name, args, kwargs, released, threaded = wire.loads(data, registry.persistent_load)
+        for request in frames.incoming(conn, lambda sections: codec.decode(sections[0]), "isolation child"):
+            rid, op, hid, name, args, kwargs, released, threaded = request
             if released:
                 registry.release(released)
             if op == "stop":
@@ -148,6 +166,7 @@ def main(argv: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     fd, target = int(argv[0]), argv[1]
+    os.set_inheritable(fd, False)  # a process the backend starts does not inherit the kit's pipe
     conn = Connection(fd)
     serve(conn, target)
 

@@ -2,23 +2,24 @@
 
 A request waits for its reply no longer than :meth:`conformance_tests.deadlines.Deadlines.remaining` allows.  When the
 deadline passes the process is killed (SIGKILL works whatever the backend is doing, even hanging in native
-code holding its GIL); when the process dies on its own (a segfault, ``os._exit``) the pipe closes.  Either
-way every request, the pending ones and the later ones, raises :class:`BackendLost` naming the request, the
-signal or exit status and the tail of the process's output, until the plugin starts a new process for the
-next test (:meth:`Executor.revive`).
+code holding its GIL); when the process dies on its own (a segfault, ``os._exit``) the kit sees it exit (a pidfd),
+even while a process it started holds the pipe open.  Either way every request, the pending ones and the later
+ones, raises :class:`BackendLost` naming the request, the signal or exit status and the tail of the process's
+output, until the plugin starts a new process for the next test (:meth:`Executor.revive`); and everything the
+backend started dies with it (:mod:`.processes`).
+
+What the process sends is decoded as data only (:mod:`.wire`): a reply that is not data fails its request with
+:class:`WireError`, an error row naming the call; a frame that is not even a reply ends the process, as a crash.
 """
 
 from __future__ import annotations
 
 import atexit
-import importlib
 import inspect
 import itertools
 import multiprocessing
 import os
 import select
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -27,9 +28,14 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import datawire
+from datawire import Codec, Names, frames
+
 from ..deadlines import Deadlines
 from ..errors import HarnessError
 from . import wire
+from .api import KitApis
+from .processes import BackendProcess, become_subreaper
 
 #: how long a new backend process may take to import the backend and say it is ready
 START_TIMEOUT_S = 120.0
@@ -45,24 +51,18 @@ class BackendLost(HarnessError):
         self.hung = hung
 
 
+class WireError(HarnessError):
+    """The backend's process answered a request with something that is not the wire's data."""
+
+
 class StartError(Exception):
     """The backend's process could not start the backend (one line)."""
 
 
-def describe_status(returncode: int | None) -> str:
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        try:
-            return f"was killed by signal {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with status {returncode}"
-
-
 class Executor:
     """One backend process at a time; a new one after a loss, on :meth:`revive`. ``make_handle(executor, hid,
-    type_name)`` turns a handle the backend's process sends into the kit's object for it; ``deadlines`` bound every
+    type_name)`` turns a handle the backend's process sends into the kit's object for it, ``handle_id(obj)`` is
+    the handle number of one of the kit's handle objects (None for anything else); ``deadlines`` bound every
     wait for a reply."""
 
     def __init__(self, target: str, deadlines: Deadlines, make_handle: Callable[[Executor, int, str], Any],
@@ -70,12 +70,15 @@ class Executor:
         self.target = target
         self.deadlines = deadlines
         self.make_handle = make_handle
-        #: the handle number of one of the kit's handle objects (None for anything else)
         self.handle_id = handle_id
         #: the kit's handle objects, one per object of the backend's process ((generation, handle) -> handle)
         self.handles: weakref.WeakValueDictionary[tuple[int, int], Any] = weakref.WeakValueDictionary()
         #: (class, method name) -> signature, for the methods seen so far (a class's methods are looked up once)
         self.methods: dict[tuple[str, str], inspect.Signature | None] = {}
+        #: the kit's own API classes (node.api), built by name from what the backend's process describes
+        self.apis = KitApis()
+        self.names = Names()
+        self.codec = Codec(self.names, export=self._export, import_handle=self._import, make_error=self._error)
         self.generation = 0
         self.lost: BackendLost | None = None
         self.info: dict[str, Any] = {}
@@ -83,12 +86,13 @@ class Executor:
         self._send_lock = threading.Lock()
         self._cond = threading.Condition()
         self._reading = False
-        self._replies: dict[int, Any] = {}
+        self._replies: dict[int, tuple[int, str, str, Any]] = {}
         self._released: list[int] = []
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: BackendProcess | None = None
         self._conn: Any = None
         self._poller: Any = None
         self._log: Any = None
+        become_subreaper()  # what the backend orphans stays the kit's to end
         self.start()
         atexit.register(self.close)
 
@@ -98,16 +102,15 @@ class Executor:
         parent, child = multiprocessing.Pipe(duplex=True)
         self._log = tempfile.TemporaryFile(prefix="push-cache-backend-")
         fd = child.fileno()
-        self._proc = subprocess.Popen(  # noqa: S603 - our own module, with the interpreter running the kit
-            [sys.executable, "-m", "conformance_tests.isolation.child", str(fd), self.target],
-            pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C reaches the kit, which ends the run and this process
-        )
+        self._proc = BackendProcess([sys.executable, "-m", "conformance_tests.isolation.child", str(fd), self.target],
+                                    [fd], self._log)
         child.close()
         self._conn = parent
-        # one poll object for the connection's life (Connection.poll builds a selector per call)
+        # one poll object for the connection's life: the pipe, and the process's exit (its pidfd)
         self._poller = select.poll()
         self._poller.register(parent.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        if self._proc.pidfd is not None:
+            self._poller.register(self._proc.pidfd, select.POLLIN)
         self.generation += 1
         self.lost = None
         self._replies.clear()
@@ -117,14 +120,21 @@ class Executor:
             raise StartError(f"the backend's process did not start {self.target} within {START_TIMEOUT_S:.0f}s"
                              f"{self.tail()}")
         try:
-            status, value = wire.loads(parent.recv_bytes(), None)
+            kind, body = wire.read_first(frames.recv(parent, 1 << 24))
+            if kind == "error":
+                self._kill()
+                raise StartError(str(body))
+            info = self.codec.decode(body)
+            if not (isinstance(info, dict) and isinstance(info.get("caps"), dict)
+                    and all(isinstance(info.get(k), str) for k in ("name", "version", "target"))):
+                raise datawire.WireError("its ready message is not {name, version, target, caps}")
         except (EOFError, OSError):
-            raise StartError(f"the backend's process {self._death()} while starting {self.target}"
+            raise StartError(f"the backend's process {self._proc.status()} while starting {self.target}"
                              f"{self.tail()}") from None
-        if status == "error":
+        except datawire.WireError as exc:
             self._kill()
-            raise StartError(str(value))
-        self.info = dict(value)
+            raise StartError(f"the backend's process sent a ready message that is not data ({exc})") from None
+        self.info = dict(info)
 
     def revive(self) -> bool:
         """Start a new process when the last one was lost; True when it did."""
@@ -139,34 +149,23 @@ class Executor:
             return
         try:
             with self._send_lock:
-                self._conn.send_bytes(wire.dumps((0, "stop", 0, None, (), {}, [], False), None))
+                frames.send(self._conn, self.codec.encode_parts([0, "stop", 0, None, (), {}, [], False]))
             self._proc.wait(2.0)
         except Exception:  # noqa: BLE001 - it is going away either way
             pass
         self._kill()
 
     def _kill(self) -> None:
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            try:
-                proc.kill()
-            except OSError:
-                pass
-            try:
-                proc.wait(5.0)
-            except subprocess.TimeoutExpired:
-                pass
+        """End the process and everything it started (killed, reaped), close the pipe."""
+        if self._proc is not None:
+            self._proc.end()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
 
     def _death(self) -> str:
         assert self._proc is not None
-        try:
-            self._proc.wait(5.0)
-        except subprocess.TimeoutExpired:
-            pass
-        return describe_status(self._proc.poll())
+        return self._proc.status()
 
     def tail(self) -> str:
         """The last lines the process wrote (stdout and stderr), as a suffix for an error message."""
@@ -185,6 +184,7 @@ class Executor:
     def _lose(self, step: str, why: str, hung: bool = False) -> BackendLost:
         if self.lost is None:
             self.lost = BackendLost(step, why + self.tail(), hung=hung)
+            self._kill()  # what it started goes with it, now
         return self.lost
 
     # ------------------------------------------------------------------------------------------ requests
@@ -207,28 +207,39 @@ class Executor:
             raise BackendLost(step, f"the backend's process was lost earlier in this test ({self.lost})",
                               hung=self.lost.hung)
         rid = next(self._ids)
-        released, self._released = self._released, []
         threaded = threading.current_thread() is not threading.main_thread()
-        data = wire.dumps((rid, op, remote._hid, name, args, kwargs or {}, released, threaded), self._outgoing)
+        try:
+            data = self.codec.encode_parts([rid, op, remote._hid, name, args, kwargs or {}, self._released, threaded])
+        except datawire.NotData as exc:
+            raise HarnessError(step, f"an argument cannot be sent to the backend's process: {exc}") from None
+        self._released = []
         try:
             with self._send_lock:
-                self._conn.send_bytes(data)
+                frames.send(self._conn, data)
         except (OSError, AttributeError):
             raise self._lose(step, f"the backend's process {self._death()} before {step}") from None
-        rid_, status, kind, text, payload = self._await(rid, step)
+        _rid, status, kind, payload = self._await(rid, step)
         try:
-            value = wire.loads(payload, self._incoming)
-        except Exception as exc:  # noqa: BLE001 - a class the kit's process cannot import
-            if status == "raise":
-                raise wire.RemoteError(text.partition(":")[0], text.partition(":")[2].strip()) from None
-            raise HarnessError(step, f"its result cannot be rebuilt in the kit's process: {exc}") from None
-        if status == "raise":
+            value = self.codec.decode(payload)
+        except datawire.WireError as exc:
+            raise WireError(step, f"the backend's process answered with something that is not data: {exc}") from None
+        if status == wire.RAISE:
             if not isinstance(value, BaseException):
-                value = wire.RemoteError("exception", text)
+                raise WireError(step, f"the backend's process raised something that is not an exception: "
+                                      f"{type(value).__name__}")
             raise value
+        if kind == wire.API:
+            try:
+                api = self.apis.build(value)
+            except ValueError as exc:
+                raise WireError(step, f"the backend's process described node.api with something else: {exc}") \
+                    from None
+            for enum_name, cls in self.apis.enums.items():
+                self.names.add_enum(enum_name, cls, replace=True)
+            return kind, api
         return kind, value
 
-    def _await(self, rid: int, step: str) -> Any:
+    def _await(self, rid: int, step: str) -> tuple[int, str, str, Any]:
         deadline = time.monotonic() + self.deadlines.remaining()
         while True:
             with self._cond:
@@ -242,18 +253,12 @@ class Executor:
                         continue
                     raise self._timeout(step)
                 self._reading = True
-            got: Any = None
+            got: tuple[int, str, str, Any] | None = None
             try:
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._poller.poll(max(1, int(left * 1000))):
-                    raise self._timeout(step)
-                got = wire.loads(self._conn.recv_bytes(), None)
-            except (EOFError, OSError):
-                raise self._lose(step, f"the backend's process {self._death()} during {step}") from None
+                got = self._read_one(deadline, step)
             except KeyboardInterrupt:
                 # the run is being interrupted while the backend works: nothing more will be asked of this
                 # process, and waiting for it (it may hang) would keep the interrupt from ending the run
-                self._kill()
                 self._lose(step, f"the run was interrupted during {step}; the kit ended the backend's process")
                 raise
             finally:
@@ -263,17 +268,45 @@ class Executor:
                         self._replies[got[0]] = got
                     self._cond.notify_all()
 
+    def _read_one(self, deadline: float, step: str) -> tuple[int, str, str, Any]:
+        """The next reply on the pipe; the process's exit (seen on its pidfd) or a closed pipe lose it."""
+        conn, proc = self._conn, self._proc
+        assert proc is not None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self._timeout(step)
+            events = self._poller.poll(max(1, min(int(left * 1000), 100 if proc.pidfd is None else 1 << 30)))
+            if not events and proc.pidfd is None and proc.poll() is None:
+                continue  # no pidfd here: the process's exit is polled every 100 ms
+            pipe_ready = any(fd == conn.fileno() for fd, _ in events)
+            if not pipe_ready and conn.poll(0):
+                pipe_ready = True
+            if pipe_ready:
+                try:
+                    return wire.read_reply(frames.recv(conn))
+                except datawire.WireError as exc:
+                    raise self._lose(step, f"the backend's process broke the wire during {step} ({exc}); "
+                                           "the kit ended it") from None
+                except (EOFError, OSError):
+                    raise self._lose(step, f"the backend's process {self._death()} during {step}") from None
+            if events or proc.poll() is not None:  # the process exited, every reply it sent read
+                raise self._lose(step, f"the backend's process {self._death()} during {step}")
+
     def _timeout(self, step: str) -> BackendLost:
-        self._kill()
         return self._lose(step, f"{step} did not return in time; the kit killed the backend's process (SIGKILL)",
                           hung=True)
 
-    def _outgoing(self, obj: Any) -> Any:
-        hid = self.handle_id(obj)
-        return None if hid is None else ("handle", hid)
+    # ------------------------------------------------------------------------------------------ the codec's hooks
 
-    def _incoming(self, pid: Any) -> Any:
-        if pid[0] == "module":
-            # a module the backend handed over (node.api may be one): the same module, imported here
-            return importlib.import_module(pid[1])
-        return self.make_handle(self, int(pid[1]), str(pid[2]))
+    def _export(self, obj: Any) -> list[Any] | None:
+        hid = self.handle_id(obj)
+        return None if hid is None else [hid]
+
+    def _import(self, fields: list[Any]) -> Any:
+        if not (len(fields) == 2 and type(fields[0]) is int and isinstance(fields[1], str)):
+            raise datawire.WireError(f"a handle that is not [number, type name]: {fields!r}"[:200])
+        return self.make_handle(self, fields[0], fields[1][:200])
+
+    def _error(self, record: datawire.ErrorRecord) -> BaseException:
+        return datawire.rebuild(record, self.apis.llm_exception, self.apis.status_enum, "the backend's process")

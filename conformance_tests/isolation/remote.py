@@ -120,8 +120,9 @@ class ProtocolCluster(_Wrapped):
 
 
 class ProtocolNode(_Wrapped):
-    """The protocol's node: ``cluster_id``, ``api`` and ``cache_manager`` are attributes of the node (read once);
-    everything else is asked of the backend's process each time."""
+    """The protocol's node: ``cluster_id``, ``api`` and ``cache_manager`` are attributes of the node (read once;
+    ``api`` is built in the kit from the backend's description of it, :mod:`.api`); everything else is asked of
+    the backend's process each time."""
 
     _FIXED = ("cluster_id", "api", "cache_manager")
 
@@ -137,7 +138,8 @@ class ProtocolNode(_Wrapped):
     def __getattr__(self, name: str) -> Any:
         if name in ProtocolNode._FIXED:
             if name not in self._fixed:
-                self._fixed[name] = getattr(self._remote, name)
+                self._fixed[name] = (self._remote._executor.request(self._remote, "api", None)[1] if name == "api"
+                                     else getattr(self._remote, name))
             return self._fixed[name]
         return getattr(self._remote, name)
 
@@ -152,6 +154,8 @@ class IsolatedBackend:
         self.version: str = info["version"]
         self.target: str = info["target"]
         self._caps: dict[str, Any] = dict(info["caps"])
+        #: capabilities the backend declared that are not data: left out (one line each, in the session header)
+        self.caps_left_out: list[str] = [str(x) for x in info.get("caps_left_out") or []]
 
     @property
     def root(self) -> Remote:

@@ -1,19 +1,23 @@
-"""The control plane between node processes: ``multiprocessing.connection`` over TCP with an authkey.
+"""The control plane between node processes: messages of the project's one wire (:mod:`datawire`, data only) on
+``multiprocessing.connection`` TCP connections authenticated with a shared key.
 
 Every node process listens on an ephemeral loopback port (or, behind the vendor API, on its
-``llm.listenIpInfo``: another host's nodes reach it there; the authkey is what keeps strangers out).
-``link(client, server)`` makes the client connect to the server (:class:`PeerLink`); over that connection the
-client asks, the server answers:
+``llm.listenIpInfo``, where another host's nodes reach it: the emulated vendor's link listener). A connection is
+authenticated with the key (``multiprocessing.connection``'s HMAC challenge, both ways) on a thread of its own,
+within :data:`HANDSHAKE_S`, at most :data:`MAX_HANDSHAKES` at a time, so a silent or hostile peer holds up nobody;
+after that every frame is bounded (:data:`MAX_MESSAGE`) and decoded as data only: a message that is not data
+closes the connection. ``link(client, server)`` makes the client connect to the server (:class:`PeerLink`); over
+that connection the client asks, the server answers:
 
-* ``("hello", req, client_cluster_id)`` -> ``(server_cluster_id, agent_metadata, generation)``: the link
-  handshake; the client loads the server's NIXL metadata (``add_remote_agent``).
-* ``("open", req, cache_id, timeout_s, known_generation)`` -> ``None`` (no such cache) or a dict describing
+* ``["hello", req, client_cluster_id]`` -> ``[server_cluster_id, agent_metadata, generation, scratch]``: the
+  link handshake; the client loads the server's NIXL metadata (``add_remote_agent``).
+* ``["open", req, cache_id, timeout_s, known_generation]`` -> ``None`` (no such cache) or a dict describing
   the destination cache (tensor addresses in the server's address space, stride, batch size, num_tensors,
   placement, remote accessibility), a pin id and, when the client's metadata is older than the server's
   registrations, fresh metadata. The pin keeps the cache from being freed under the push (see below).
-* ``("close", 0, pin)``: the push is over (no answer).
+* ``["close", 0, pin]``: the push is over (no answer).
 
-and the server may send ``("revoke", pin)`` at any time: the pinned cache is being deallocated. The client
+and the server may send ``["revoke", pin]`` at any time: the pinned cache is being deallocated. The client
 stops posting (its next layer raises LLM_KV_CACHE_NOT_EXIST) and closes the pin; the server's deallocation
 waits for that close (bounded), so a freed cache is never written, whatever metadata the client holds.
 """
@@ -22,18 +26,52 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import socket
+import struct
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Client, Connection, Listener, answer_challenge, deliver_challenge
 from typing import TYPE_CHECKING, Any
 
+from datawire import Codec, WireError, frames
 from nodehost.connection import no_delay, shutdown_connection
 
 if TYPE_CHECKING:
     from ..engine import RemoteTable
 
 LOOPBACK = "127.0.0.1"
+#: how long a new connection may take to authenticate
+HANDSHAKE_S = 5.0
+#: connections authenticating at once (more are closed at once)
+MAX_HANDSHAKES = 64
+#: the largest control message (NIXL agent metadata is the largest part)
+MAX_MESSAGE = 64 << 20
+#: every control message is data only
+_CODEC = Codec()
+
+
+def _send(conn: Connection, msg: Any) -> None:
+    frames.send(conn, _CODEC.encode_parts(msg))
+
+
+def _recv(conn: Connection) -> Any:
+    sections = frames.recv(conn, MAX_MESSAGE)
+    if len(sections) != 1:
+        raise WireError("a control message of more than one section")
+    msg = _CODEC.decode(sections[0])
+    if not (isinstance(msg, list) and msg and isinstance(msg[0], str)):
+        raise WireError("a control message that is not [op, ...]")
+    return msg
+
+
+def _receive_timeout(conn: Connection, seconds: float) -> None:
+    """Bound each read on ``conn`` to ``seconds`` (0: unbounded) at the socket, where Connection reads."""
+    sock = socket.socket(fileno=conn.fileno())
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", int(seconds), int(seconds % 1 * 1e6)))
+    finally:
+        sock.detach()
 
 
 class PeerGone(Exception):
@@ -54,6 +92,8 @@ class ServerConn:
         self.conn = conn
         self._send_lock = threading.Lock()
         self.client_id: int | None = None
+        #: a link of the current cluster uses it (a hello came since the node's last reset)
+        self.linked = False
         #: this node's cache table as of the client's first push over the link (None before it), as the vendor
         #: syncs the remote table once per link: caches added later stay invisible to this client until it re-links
         self.table: RemoteTable | None = None
@@ -61,7 +101,7 @@ class ServerConn:
     def send(self, msg: Any) -> bool:
         try:
             with self._send_lock:
-                self.conn.send(msg)
+                _send(self.conn, msg)
             return True
         except (OSError, EOFError, ValueError):
             return False
@@ -71,30 +111,35 @@ Handler = Callable[[ServerConn, str, tuple[Any, ...]], Any]
 
 
 class ControlServer:
-    """Listener on 127.0.0.1 (ephemeral port); one thread per accepted connection."""
+    """Listener on 127.0.0.1 (ephemeral port) or the node's listen address; a thread per connection, which first
+    authenticates it (bounded), then serves it."""
 
     def __init__(self, authkey: bytes, handler: Handler, on_close: Callable[[ServerConn], None],
                  listen: tuple[str, int] | None = None) -> None:
         address: tuple[str, int] = (str(listen[0]), int(listen[1])) if listen else (LOOPBACK, 0)
-        self._listener = Listener(address, family="AF_INET", authkey=authkey)
+        self._authkey = authkey
+        self._listener = Listener(address, family="AF_INET")  # authenticated per connection, off the accept loop
         self.address: tuple[str, int] = self._listener.address  # type: ignore[assignment]
         self._handler = handler
         self._on_close = on_close
         self._closed = False
         self._conns: set[ServerConn] = set()
         self._conns_lock = threading.Lock()
+        self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
         threading.Thread(target=self._accept_loop, name="control-accept", daemon=True).start()
 
     def connection_count(self) -> int:
+        """Connections a link of the current cluster uses."""
         with self._conns_lock:
-            return len(self._conns)
+            return sum(1 for sc in self._conns if sc.linked)
 
-    def drop_connections(self) -> None:
-        """Close every accepted connection (the node is being reset: its clients belonged to the old cluster)."""
+    def end_links(self) -> None:
+        """The node is being reset: the links over every accepted connection end (their clients belonged to the old
+        cluster); the connections stay open for a link of a later cluster, which starts with a hello."""
         with self._conns_lock:
             conns = list(self._conns)
         for sc in conns:
-            shutdown_connection(sc.conn)
+            sc.client_id, sc.table, sc.linked = None, None, False
 
     def _accept_loop(self) -> None:
         while not self._closed:
@@ -104,25 +149,40 @@ class ControlServer:
                 if self._closed:
                     return
                 continue
-            except Exception:  # noqa: BLE001 - a failed handshake (bad authkey) must not stop the server
+            except Exception:  # noqa: BLE001 - nothing a peer does at accept stops the server
                 continue
-            sc = ServerConn(no_delay(conn))
-            with self._conns_lock:
-                self._conns.add(sc)
-            threading.Thread(target=self._serve, args=(sc,), name="control-conn", daemon=True).start()
+            if not self._handshakes.acquire(blocking=False):
+                shutdown_connection(conn)  # too many strangers at once: this one is dropped
+                continue
+            threading.Thread(target=self._admit, args=(conn,), name="control-conn", daemon=True).start()
+
+    def _admit(self, conn: Connection) -> None:
+        try:
+            _receive_timeout(conn, HANDSHAKE_S)
+            deliver_challenge(conn, self._authkey)
+            answer_challenge(conn, self._authkey)
+            _receive_timeout(conn, 0)
+        except Exception:  # noqa: BLE001 - a wrong key, garbage, a reset or silence: that connection only
+            shutdown_connection(conn)
+            return
+        finally:
+            self._handshakes.release()
+        sc = ServerConn(no_delay(conn))
+        with self._conns_lock:
+            self._conns.add(sc)
+        self._serve(sc)
 
     def _serve(self, sc: ServerConn) -> None:
         try:
             while True:
                 try:
-                    msg = sc.conn.recv()
-                except (EOFError, OSError):
+                    op, req, *args = _recv(sc.conn)
+                except (EOFError, OSError, WireError, ValueError):
                     return
-                op, req, *args = msg
                 try:
-                    reply = ("reply", req, "ok", self._handler(sc, op, tuple(args)))
+                    reply = ["reply", req, "ok", self._handler(sc, op, tuple(args))]
                 except Exception as exc:  # noqa: BLE001 - errors go back to the asking peer
-                    reply = ("reply", req, "err", f"{type(exc).__name__}: {exc}")
+                    reply = ["reply", req, "err", f"{type(exc).__name__}: {exc}"]
                 if req:
                     sc.send(reply)
         finally:
@@ -153,12 +213,14 @@ class Pin:
 class PinTable:
     """Destination caches that pushes are writing into; deallocation revokes and waits for them."""
 
-    def __init__(self) -> None:
+    def __init__(self, wake: threading.Event | None = None) -> None:
         self.lock = threading.Lock()
         self._ids = itertools.count(1)
         self._pins: dict[int, Pin] = {}
         self._dying: set[int] = set()
-        self.wake = threading.Event()  # set when a pin is added: a push into this node is starting
+        #: set when a pin is added: a push into this node is starting (the node's one event, which outlives a
+        #: reset's new table: its progress loop waits on it)
+        self.wake = wake if wake is not None else threading.Event()
 
     @property
     def active(self) -> bool:
@@ -203,7 +265,7 @@ class PinTable:
             victims = [p for p in self._pins.values() if p.cache_id == cache_id]
         try:
             for p in victims:
-                if not p.owner.send(("revoke", p.pin_id)):
+                if not p.owner.send(["revoke", p.pin_id]):
                     self.release(p.pin_id)
             for p in victims:
                 p.released.wait(p.timeout_s + grace_s)
@@ -230,8 +292,12 @@ class PeerLink:
 
     def __init__(self, server_id: int, address: tuple[str, int], authkey: bytes) -> None:
         self.server_id = server_id
+        self.address = (str(address[0]), int(address[1]))
         self.agent_name = ""
-        self.conn: Connection = no_delay(Client((str(address[0]), int(address[1])), family="AF_INET", authkey=authkey))
+        #: set once the link's data path is up (its NIXL agent loaded and warmed) or failed to come up
+        self.data_path = threading.Event()
+        self.data_path_error: str | None = None
+        self.conn: Connection = no_delay(Client(self.address, family="AF_INET", authkey=authkey))
         self.broken = threading.Event()
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
@@ -243,18 +309,20 @@ class PeerLink:
     def _read_loop(self) -> None:
         try:
             while True:
-                msg = self.conn.recv()
-                if msg[0] == "revoke":
+                msg = _recv(self.conn)
+                if msg[0] == "revoke" and len(msg) == 2:
                     with self._lock:
                         self._revoked.add(msg[1])
                     continue
+                if msg[0] != "reply" or len(msg) != 4:
+                    raise WireError("a control message that is neither a reply nor a revoke")
                 _, req, status, value = msg
                 with self._lock:
                     w = self._waiting.pop(req, None)
                 if w is not None:
                     w.status, w.value = status, value
                     w.event.set()
-        except (EOFError, OSError, ValueError):
+        except (EOFError, OSError, ValueError):  # closed, or not the wire's (WireError is a ValueError)
             pass
         finally:
             self.broken.set()
@@ -274,7 +342,7 @@ class PeerLink:
             self._waiting[req] = w
         try:
             with self._send_lock:
-                self.conn.send((op, req, *args))
+                _send(self.conn, [op, req, *args])
         except (OSError, ValueError) as exc:
             with self._lock:
                 self._waiting.pop(req, None)
@@ -293,9 +361,18 @@ class PeerLink:
         """Fire and forget (errors are ignored: a dead peer has nothing to release)."""
         try:
             with self._send_lock:
-                self.conn.send((op, 0, *args))
+                _send(self.conn, [op, 0, *args])
         except (OSError, ValueError):
             pass
+
+    def begin(self, server_id: int) -> None:
+        """A new link over this connection (kept from an earlier cluster's link to the same process)."""
+        with self._lock:
+            self.server_id = server_id
+            self.agent_name = ""
+            self._revoked.clear()
+            self.data_path.clear()
+            self.data_path_error = None
 
     def is_revoked(self, pin: int) -> bool:
         return pin in self._revoked

@@ -11,9 +11,10 @@ link; ``finalize`` takes the process back to its start-up state (another LLMData
 The control plane is authenticated with a key shared by all processes of one host run: ``NODEHOST_KEY``
 (hex; the node host sets it for its node processes). Links go over loopback only (``docs/nixl.md``).
 
-Besides the vendor's names it offers three hooks for the kit's node host (``nodehost.vendor_api.EXTENSIONS``):
+Besides the vendor's names it offers hooks for the kit's node host (``nodehost.vendor_api.EXTENSIONS``):
 ``CONFORMANCE_DEVICE_MEMORY = "host"`` (DEVICE placement is host memory here), ``CONFORMANCE_FAULTS`` and
-``conformance_inject(datadist, fault)`` (the reference's delay and drop_link faults).
+``conformance_inject(datadist, fault)`` (the reference's delay and drop_link faults), ``conformance_stats()``
+and ``conformance_bench_raw(...)`` (for the self-tests and the benchmark).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class LLMDataDist:
                 raise LLMException("Cannot init multiple LLMDataDists", status_code=LLMStatusCode.LLM_FAILED)
             check_isinstance("options", options, [dict], allow_none=False)
             rt = _process_runtime(_listen_address(options))
-            rt.init(int(self._role), self._cluster_id, dict(options), 0, self.cache_manager_cls, real_memory=True)
+            rt.init(int(self._role), self._cluster_id, dict(options), self.cache_manager_cls)
             self._rt = rt
             _current = self
 
@@ -158,6 +159,17 @@ class LLMDataDist:
         return f"LLMDataDist(role={self._role.name}, cluster_id={self._cluster_id})"
 
 
+def conformance_stats() -> dict[str, Any]:
+    """The node host's stats hook: what this process's runtime holds (NIXL registrations, links, pins, resets)."""
+    return _runtime.stats() if _runtime is not None else {}
+
+
+def conformance_bench_raw(datadist: LLMDataDist, server_id: int, src: Cache, dst_cache_id: int, tpl: int, repeats: int,
+                          per_layer: bool, notify: bool) -> list[float]:
+    """The node host's benchmark hook: raw NIXL WRITEs of ``src`` into the linked server's cache (no push_cache)."""
+    return datadist._runtime().bench_raw(server_id, src, dst_cache_id, tpl, repeats, per_layer, notify)
+
+
 def conformance_inject(datadist: LLMDataDist, fault: Mapping[str, Any]) -> None:
     """The node host's fault hook: the reference engine's delay / drop_link / clear faults on this node."""
     if fault.get("kind") not in (*CONFORMANCE_FAULTS, "clear"):
@@ -170,5 +182,6 @@ def conformance_inject(datadist: LLMDataDist, fault: Mapping[str, Any]) -> None:
 __all__ = [
     "BlocksCacheKey", "Cache", "CacheDesc", "CacheKey", "CacheKeyByIdAndIndex", "CacheManager", "DataType",
     "LLMClusterInfo", "LLMConfig", "LlmConfig", "LLMDataDist", "LLMException", "LLMRole", "LLMStatusCode",
-    "Placement", "CONFORMANCE_DEVICE_MEMORY", "CONFORMANCE_FAULTS", "conformance_inject", "__version__",
+    "Placement", "CONFORMANCE_DEVICE_MEMORY", "CONFORMANCE_FAULTS", "conformance_bench_raw", "conformance_inject",
+    "conformance_stats", "__version__",
 ]

@@ -28,7 +28,9 @@ from .datadist import (  # noqa: F401 - the same names as the reference facade
     Placement,
     __all__,
     __version__,
+    conformance_bench_raw,
     conformance_inject,
+    conformance_stats,
 )
 from .vendor import VendorMultiprocessCacheManager
 

@@ -1,65 +1,111 @@
-"""The node process: one reference LLMDataDist + :class:`MultiprocessCacheManager` + a NIXL agent.
+"""What a process of the multi-process reference holds: one reference LLMDataDist + :class:`MultiprocessCacheManager`
++ a NIXL agent + the control plane to the other nodes.
 
-``node_main`` is the process entry point (multiprocessing spawn). It sets the NIXL/UCX environment, creates
-the agent and the control listener, reports ``("ready", address, pid)`` on the parent pipe and then serves
-requests from the parent, each in a worker thread (so a push running in one thread does not block a
-``read_tensor`` in another). It exits when the parent pipe closes, when the parent says ``exit``, or when the
-parent process is gone (watchdog): no node process outlives its parent.
-
-A node process serves one cluster at a time and may serve many in turn (the parent's pool): ``reset`` takes
-it back to the state it had right after start-up (see :meth:`NodeRuntime.reset`), keeping only what is
-expensive to make and holds nothing of a cluster: the interpreter, the NIXL agent with its scratch buffer, and
-the control listener.
+The process is a node host's node process (``nodehost``: its pipe, its request loop, its pool); the reference
+behind the vendor API (:mod:`.datadist`) makes one :class:`NodeRuntime` per process, on the first ``init``. A
+process serves one cluster at a time and may serve many in turn (the node host's pool): ``finalize`` takes it back
+to the state it had right after start-up (:meth:`NodeRuntime.reset`), keeping only what is expensive to make and
+holds nothing of a cluster: the NIXL agent with its scratch buffer, and the control listener.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
+import queue
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodehost.serve import ActiveRequests, report_start_failure, serve, start_watchdog
+import numpy as np
+
+from nodehost.serve import ActiveRequests
 
 from ..backend import ReferenceNode
-from ..enums import LLMRole, Placement
-from ..fabric import Fabric
+from ..enums import LLMRole
 from ..llm_datadist import LLMDataDist
 from ..status import LLMStatusCode
 from .cache_manager import MultiprocessCacheManager
 from .control import ControlServer, PeerLink, PinTable, ServerConn
 from .real_memory import RealMemoryLLMDataDist
-from .transport import NixlTransport, apply_node_env
-from .wire import NodeCodec, encode_exception
+from .transport import NixlTransport, precise_sleeps
 
-ACTIVE_POLL_S = 50e-6
+ACTIVE_POLL_S = 20e-6
 IDLE_POLL_S = 0.05
-#: how long a node progresses actively after a link handshake (the client's warm-up WRITE follows at once)
+#: how long a node progresses actively after a link handshake at most (the client's warm-up WRITE follows at once;
+#: the client says when it has completed: ``warmed``)
 LINK_PROGRESS_S = 0.1
+#: how long a link's data path may take to come up (NIXL metadata loaded, the first WRITE made)
+LINK_SETUP_S = 10.0
+#: free arenas of one size a node keeps between clusters
+KEPT_PER_SIZE = 2
 #: how long a reset waits for requests of the previous cluster still running (a push stops soon after its
 #: engine is finalized; one that does not means the process is not in a state to be reused)
 RESET_DRAIN_S = 5.0
 
 
+class Arenas:
+    """The memory of the node's pools, reused from cluster to cluster and registered with NIXL once.
+
+    A cluster's pools take their arenas here (``take``: a zeroed buffer of the size asked, registered); a reset hands
+    the finalized engine's arenas back (``retire``), and they serve again one reset later, zeroed where they were
+    written, so a WRITE of the old cluster still in flight never lands in the next cluster's memory. At most
+    :data:`KEPT_PER_SIZE` free arenas of one size are kept (the rest are deregistered and freed). Making and
+    registering a 64 MiB arena cost ~2 ms per node and cluster; taking one costs nothing.
+    """
+
+    def __init__(self, transport: NixlTransport) -> None:
+        self._transport = transport
+        self._lock = threading.Lock()
+        self._free: dict[int, list[np.ndarray]] = {}
+        self._cooling: list[tuple[np.ndarray, int]] = []  # the last cluster's: (arena, bytes written at most)
+
+    def take(self, nbytes: int) -> np.ndarray:
+        with self._lock:
+            free = self._free.get(nbytes)
+            if free:
+                return free.pop()
+        buf = np.zeros(nbytes, dtype=np.uint8)
+        self._transport.register(buf.ctypes.data, buf.size, keep=True)
+        return buf
+
+    def retire(self, used: list[tuple[np.ndarray, int]]) -> None:
+        """The finalized engine's arenas (with the bytes its pool wrote at most); the previous ones come back."""
+        with self._lock:
+            ready, self._cooling = self._cooling, list(used)
+            for buf, written in ready:
+                buf[:written] = 0
+                free = self._free.setdefault(buf.size, [])
+                if len(free) < KEPT_PER_SIZE:
+                    free.append(buf)
+                else:
+                    self._transport.release_kept(buf.ctypes.data, buf.size)
+
+
 class NodeRuntime:
-    """Everything a node process holds; ``dispatch`` serves the parent's requests."""
+    """Everything a node process holds beyond the node host's request loop."""
 
     def __init__(self, authkey: bytes, listen: tuple[str, int] | None = None) -> None:
         self.authkey = authkey
-        self.codec = NodeCodec(-1)
+        precise_sleeps()
         self.transport = NixlTransport(f"rimp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        self.arenas = Arenas(self.transport)
         self.pins = PinTable()
         self.links: dict[int, PeerLink] = {}
+        #: connections of links of earlier clusters, by the server's address: a link to the same process reuses
+        #: one (no new connection to authenticate; the hello starts the link afresh on both sides)
+        self._parked: dict[tuple[str, int], PeerLink] = {}
         self._links_lock = threading.Lock()
         self.datadist: LLMDataDist | None = None
         self._previous: Any = None  # the engine of the node before the last reset (see reset)
         self.node: ReferenceNode | None = None
         self.control = ControlServer(authkey, self._on_control, lambda sc: self.pins.release_owner(sc), listen)
-        #: requests being served now (the reset waits for the previous cluster's to end)
-        self.active = ActiveRequests()
+        #: pushes running now (the reset waits for the previous cluster's to end)
+        self.pushes = ActiveRequests()
+        #: links whose data path is coming up on the link worker (the reset waits for them too)
+        self._setups = ActiveRequests()
+        self._link_jobs: queue.SimpleQueue[tuple[PeerLink, bytes, int, int]] = queue.SimpleQueue()
+        threading.Thread(target=self._link_worker, name="link-setup", daemon=True).start()
         self.resets = 0
         self._busy_until = 0.0  # progress like during a push until then (a link's warm-up WRITE)
         threading.Thread(target=self._notif_loop, name="nixl-notifs", daemon=True).start()
@@ -71,39 +117,14 @@ class NodeRuntime:
             self.control = ControlServer(self.authkey, self._on_control, lambda sc: self.pins.release_owner(sc),
                                          address)
 
-    # ---- parent requests ----------------------------------------------------------------------------
-    def dispatch(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        if op == "cm":
-            method, cargs, ckwargs = args
-            return getattr(self._datadist().cache_manager, method)(*cargs, **ckwargs)
-        if op == "node":
-            method, nargs = args
-            return self._node_call(method, nargs)
-        if op == "node_each":  # one request for a per-tensor step; stops at the first exception
-            method, arg_lists = args
-            return [self._node_call(method, nargs) for nargs in arg_lists]
-        if op == "cm_attr":
-            return getattr(self._datadist().cache_manager, args[0])
-        if op == "init":
-            return self.init(*args)
-        if op == "link":
-            return int(self.link(*args))
-        if op == "unlink":
-            return int(self.unlink(*args))
-        if op == "bench_raw":
-            return self.bench_raw(*args)
-        if op == "stats":
-            return self.stats()
-        if op == "reset":
-            self.reset()
-            return self.stats()
-        raise ValueError(f"unknown node request {op!r}")
-
     def stats(self) -> dict[str, Any]:
-        """What this process holds; the pool's isolation self-test reads it after a reset."""
+        """What this process holds (once the links' data paths under way are up); the pool's isolation self-test
+        reads it after a reset."""
+        self._setups.wait_idle(LINK_SETUP_S, keep=0)
         return {"pid": os.getpid(), "agent": self.transport.name, "generation": self.transport.generation,
                 "notifs": self.transport.notifs_received, "links": sorted(self.links),
                 "initialized": self.datadist is not None, "registered": self.transport.registered_regions(),
+                "cluster_registered": self.transport.cluster_regions(),
                 "remote_agents": self.transport.peer_generations(), "server_conns": self.control.connection_count(),
                 "pins": self.pins.active, "resets": self.resets}
 
@@ -118,24 +139,34 @@ class NodeRuntime:
         then replaces the process instead of reusing it.
         """
         datadist, self.datadist, self.node = self.datadist, None, None
-        # The finalized node's memory (its engine: pools, and the views of every cache) stays allocated until
-        # the next reset: a peer of the old cluster may be resetting at this very moment with a WRITE still in
-        # flight into it (a cma write does not care that the memory was deregistered), and freed memory would
-        # be the next cluster's.
-        self._previous = datadist.engine if datadist is not None and datadist.is_initialized else None
+        # The finalized node's memory (its engine: pools, and the views of every cache) stays allocated and out of
+        # use until the next reset: a peer of the old cluster may be resetting at this very moment with a WRITE
+        # still in flight into it (a cma write does not care that the memory was deregistered), and memory given
+        # out again would be the next cluster's.
+        engine = datadist.engine if datadist is not None and datadist.is_initialized else None
+        self._previous = engine
+        pools = [p for p in (engine.device_pool, engine.host_pool) if p is not None] if engine is not None else []
+        self.arenas.retire([(p.segment.data, p.high_water) for p in pools])
         if datadist is not None:
             datadist.finalize()
-        if not self.active.wait_idle(RESET_DRAIN_S):  # this request itself is one of the active ones
-            raise RuntimeError(f"{self.active.count - 1} request(s) of the previous cluster still running")
+        if not self.pushes.wait_idle(RESET_DRAIN_S, keep=0):
+            raise RuntimeError(f"{self.pushes.count} push(es) of the previous cluster still running")
+        if not self._setups.wait_idle(LINK_SETUP_S, keep=0):
+            raise RuntimeError("a link's data path of the previous cluster is still coming up")
         with self._links_lock:
             links, self.links = self.links, {}
-        for peer in links.values():
-            peer.close()
-        self.control.drop_connections()
-        old_pins, self.pins = self.pins, PinTable()
+            for peer in links.values():  # the connections stay, authenticated, for the next cluster's links
+                old = self._parked.pop(peer.address, None)
+                if old is not None:
+                    old.close()
+                if peer.broken.is_set():
+                    peer.close()
+                else:
+                    self._parked[peer.address] = peer
+        self.control.end_links()
+        old_pins, self.pins = self.pins, PinTable(self.pins.wake)
         old_pins.release_all()
         self.transport.reset()
-        self.codec = self.codec.successor()
         self.resets += 1
 
     def _datadist(self) -> LLMDataDist:
@@ -143,26 +174,14 @@ class NodeRuntime:
             raise RuntimeError("node is not initialized")
         return self.datadist
 
-    def init(self, role: int, cluster_id: int, options: dict[str, str], slot: int,
-             cache_manager_cls: type[MultiprocessCacheManager] = MultiprocessCacheManager,
-             real_memory: bool = False) -> bool:
-        """Build this node's LLMDataDist. ``real_memory``: its memory at real addresses of this process (each
-        segment registered with NIXL as it is made), so that others can read and write it by address (the
-        node host does, through the vendor API); otherwise simulated addresses on a private Fabric."""
-        if real_memory:
-            datadist: LLMDataDist = RealMemoryLLMDataDist(LLMRole(role), cluster_id, cache_manager_cls=cache_manager_cls,
-                                                          on_segment=self.transport.register)
-        else:
-            fabric = Fabric()
-            for _ in range(slot):  # distinct simulated address ranges per node, as on one in-process fabric
-                fabric.new_slot()
-            datadist = LLMDataDist(LLMRole(role), cluster_id, fabric=fabric, cache_manager_cls=cache_manager_cls)
+    def init(self, role: int, cluster_id: int, options: dict[str, str],
+             cache_manager_cls: type[MultiprocessCacheManager] = MultiprocessCacheManager) -> bool:
+        """Build this node's LLMDataDist, its memory at real addresses of this process (each segment registered
+        with NIXL as it is made), so that others can read and write it by address (the node host does, through
+        the vendor API)."""
+        datadist: LLMDataDist = RealMemoryLLMDataDist(LLMRole(role), cluster_id, cache_manager_cls=cache_manager_cls,
+                                                      on_segment=self.transport.register, arena=self.arenas.take)
         datadist.init(dict(options))
-        self.codec.cluster_id = cluster_id
-        engine = datadist.engine
-        for pool in (engine.device_pool, engine.host_pool):
-            if pool is not None:
-                self.transport.register(pool.segment.data.ctypes.data, pool.segment.data.size)
         enabled = True
         try:
             cm = datadist.cache_manager
@@ -175,22 +194,6 @@ class NodeRuntime:
         self.node = ReferenceNode(datadist)
         return enabled
 
-    def _node_call(self, method: str, args: Sequence[Any]) -> Any:
-        node = self.node
-        if node is None:
-            raise RuntimeError("node is not initialized")
-        if method == "alloc_memory":
-            placement, nbytes = args
-            addr = node.alloc_memory(placement, nbytes)
-            space = node.engine.memory.space(Placement[placement])
-            seg = space.find(addr, int(nbytes))
-            assert seg is not None
-            self.transport.register(seg.data.ctypes.data, seg.data.size)
-            return addr
-        if method not in ("write_tensor", "read_tensor", "read_memory", "write_memory", "inject"):
-            raise AttributeError(f"node has no method {method!r}")
-        return getattr(node, method)(*args)
-
     # ---- links (this node is the client) --------------------------------------------------------------
     def link(self, server_id: int, address: tuple[str, int]) -> LLMStatusCode:
         datadist = self._datadist()
@@ -200,27 +203,48 @@ class NodeRuntime:
             old = self.links.get(server_id)
             if old is not None and not old.broken.is_set():
                 return LLMStatusCode.LLM_ALREADY_LINK
+            where = (str(address[0]), int(address[1]))
+            peer = self._parked.pop(where, None)
             try:
-                peer = PeerLink(server_id, tuple(address), self.authkey)  # type: ignore[arg-type]
+                if peer is None or peer.broken.is_set():
+                    peer = PeerLink(server_id, where, self.authkey)
+                else:
+                    peer.begin(server_id)
                 remote_id, metadata, generation, scratch = peer.request("hello", datadist.cluster_id, timeout=10.0)
             except Exception:  # noqa: BLE001 - an unreachable peer is a failed link
+                if peer is not None:
+                    peer.close()
                 return LLMStatusCode.LLM_LINK_FAILED
-            try:
-                if remote_id != server_id:
-                    raise RuntimeError(f"peer answered as cluster {remote_id}")
-                peer.agent_name = self.transport.load_peer(metadata, generation)
-                self.transport.warm_up(peer.agent_name, scratch)
-            except Exception:  # noqa: BLE001 - no data path: the link fails
+            if remote_id != server_id:
                 peer.close()
                 return LLMStatusCode.LLM_LINK_FAILED
             self.links[server_id] = peer
-            return LLMStatusCode.LLM_SUCCESS
+        # the data path (the server's NIXL metadata loaded, the UCX endpoint made by a first tiny WRITE) comes up on
+        # the link worker while the caller goes on; a push over the link waits for it (PeerLink.data_path)
+        self._setups.started()
+        self._link_jobs.put((peer, metadata, generation, scratch))
+        return LLMStatusCode.LLM_SUCCESS
+
+    def _link_worker(self) -> None:
+        while True:
+            peer, metadata, generation, scratch = self._link_jobs.get()
+            try:
+                peer.agent_name = self.transport.load_peer(metadata, generation)
+                self.transport.warm_up(peer.agent_name, scratch)
+                peer.send("warmed")  # the server may stop progressing actively now
+            except Exception as exc:  # noqa: BLE001 - no data path: the link is broken
+                peer.data_path_error = f"{type(exc).__name__}: {exc}"
+                peer.close()
+            finally:
+                peer.data_path.set()
+                self._setups.ended()
 
     def unlink(self, server_id: int) -> LLMStatusCode:
         with self._links_lock:
             peer = self.links.pop(server_id, None)
         if peer is None:
             return LLMStatusCode.LLM_NOT_YET_LINK
+        peer.data_path.wait(LINK_SETUP_S)  # its agent is loaded (or failed to be) before it is dropped
         peer.close()
         self.transport.drop_peer(peer.agent_name)
         return LLMStatusCode.LLM_SUCCESS
@@ -232,6 +256,7 @@ class NodeRuntime:
         one request with all descriptors, or (``per_layer``) one request of ``tpl`` descriptors per layer.
         Returns the seconds of each repeat, measured in this process."""
         peer = self.links[server_id]
+        peer.data_path.wait(LINK_SETUP_S)
         entry = self._datadist().cache_manager.entry_of(src)
         assert entry is not None
         info = peer.request("open", dst_cache_id, 10.0, self.transport.peer_generation(peer.agent_name),
@@ -260,8 +285,8 @@ class NodeRuntime:
 
     # ---- control requests (this node is the server) ----------------------------------------------------
     def _on_control(self, sc: ServerConn, op: str, args: tuple[Any, ...]) -> Any:
-        if op == "hello":
-            sc.client_id = args[0]
+        if op == "hello":  # a link starts (on a new connection, or on one an earlier cluster's link left)
+            sc.client_id, sc.table, sc.linked = args[0], None, True
             self._busy_until = time.monotonic() + LINK_PROGRESS_S
             self.pins.wake.set()
             metadata, generation = self.transport.metadata()
@@ -272,11 +297,14 @@ class NodeRuntime:
         if op == "close":
             self.pins.release(args[0])
             return None
+        if op == "warmed":  # the link's warm-up WRITE completed: no more active progress for it
+            self._busy_until = 0.0
+            return None
         raise ValueError(f"unknown control request {op!r}")
 
     def _open(self, sc: ServerConn, cache_id: int, timeout_s: float, known_generation: int) -> dict[str, Any] | None:
         datadist = self.datadist
-        if datadist is None or not datadist.is_initialized:
+        if datadist is None or not datadist.is_initialized or not sc.linked:  # no link of this cluster's
             return None
         engine = datadist.engine
         stale = bool(getattr(datadist._cache_manager, "stale_remote_table", False))
@@ -318,8 +346,9 @@ class NodeRuntime:
         Agents run without NIXL's progress thread (it spins a core). A WRITE with a notification completes
         at the sender only once the target's worker has progressed, so while a push holds a pin on one of
         this node's caches the loop progresses every ~50 us; otherwise it idles (woken by the next pin). A link
-        handshake counts as a push for a moment (``_busy_until``): its warm-up WRITE needs the same progress,
-        or it waits for the next idle tick (~40 ms measured per link with pooled processes).
+        handshake counts as a push until the client says its warm-up WRITE has completed (``_busy_until``): that
+        WRITE needs the same progress, or it waits for the next idle tick (~40 ms measured per link with pooled
+        processes).
         """
         while True:
             if self.pins.active or time.monotonic() < self._busy_until:
@@ -331,14 +360,3 @@ class NodeRuntime:
                 self.transport.drain_notifs()
             except Exception:  # noqa: BLE001 - keep draining
                 pass
-
-
-def node_main(conn: Any, parent_pid: int, authkey: bytes) -> None:
-    """Process entry point (spawn)."""
-    apply_node_env()
-    start_watchdog(parent_pid)
-    try:
-        rt = NodeRuntime(authkey)
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
-        report_start_failure(conn, exc, lambda e: encode_exception(e, pickle.dumps))
-    serve(conn, rt, rt.control.address)

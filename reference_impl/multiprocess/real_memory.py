@@ -27,14 +27,18 @@ from ..options import EngineOptions
 from ..pool import MemoryPool
 
 OnSegment = Callable[[int, int], None]
+#: where new segments' memory comes from: ``arena(nbytes)`` gives a zeroed buffer that is registered already (the
+#: node's arenas, reused from cluster to cluster), or None (a new buffer, registered through ``on_segment``)
+Arena = Callable[[int], np.ndarray]
 
 
 class RealMemorySpace(MemorySpace):
     """A MemorySpace whose segments sit at their real addresses (kept sorted by base for ``find``)."""
 
-    def __init__(self, placement: Placement, on_segment: OnSegment) -> None:
+    def __init__(self, placement: Placement, on_segment: OnSegment, arena: Arena | None = None) -> None:
         super().__init__(placement, base=0, span=1 << 64)
         self._on_segment = on_segment
+        self._arena = arena
 
     def _insert(self, seg: Segment) -> Segment:
         with self._lock:
@@ -47,7 +51,7 @@ class RealMemorySpace(MemorySpace):
     def allocate_segment(self, nbytes: int) -> Segment:
         if nbytes <= 0:
             raise ValueError(f"segment size must be > 0, got {nbytes}")
-        data = np.zeros(int(nbytes), dtype=np.uint8)
+        data = self._arena(int(nbytes)) if self._arena is not None else np.zeros(int(nbytes), dtype=np.uint8)
         return self._insert(Segment(int(data.ctypes.data), data))
 
     def adopt(self, addr: int, nbytes: int) -> None:
@@ -59,18 +63,18 @@ class RealMemorySpace(MemorySpace):
 
 
 class RealNodeMemory(NodeMemory):
-    def __init__(self, on_segment: OnSegment) -> None:  # noqa: D107 - no simulated slot
-        self.device = RealMemorySpace(Placement.DEVICE, on_segment)
-        self.host = RealMemorySpace(Placement.HOST, on_segment)
+    def __init__(self, on_segment: OnSegment, arena: Arena | None = None) -> None:  # noqa: D107 - no simulated slot
+        self.device = RealMemorySpace(Placement.DEVICE, on_segment, arena)
+        self.host = RealMemorySpace(Placement.HOST, on_segment, arena)
 
 
 class RealNodeEngine(NodeEngine):
     """NodeEngine whose memory and pools are real process memory."""
 
     def __init__(self, fabric: Fabric, cluster_id: int, role: LLMRole, slot: int, options: object,
-                 on_segment: OnSegment) -> None:
+                 on_segment: OnSegment, arena: Arena | None = None) -> None:
         super().__init__(fabric, cluster_id, role, slot, options)  # type: ignore[arg-type]
-        self.memory = RealNodeMemory(on_segment)
+        self.memory = RealNodeMemory(on_segment, arena)
         opts = self.options
         self.device_pool = MemoryPool(self.memory.device, opts.mem_pool) if opts.mem_pool else None
         self.host_pool = MemoryPool(self.memory.host, opts.host_mem_pool) if opts.host_mem_pool else None
@@ -80,13 +84,15 @@ class RealMemoryLLMDataDist(LLMDataDist):
     """The reference LLMDataDist on a RealNodeEngine (its own Fabric: links go over the control plane)."""
 
     def __init__(self, role: LLMRole, cluster_id: int, *, cache_manager_cls: type[CacheManager],
-                 on_segment: OnSegment) -> None:
+                 on_segment: OnSegment, arena: Arena | None = None) -> None:
         super().__init__(role, cluster_id, fabric=Fabric(), cache_manager_cls=cache_manager_cls)
         self._on_segment = on_segment
+        self._arena = arena
 
     def _make_engine(self, fabric: Fabric, parsed: EngineOptions) -> NodeEngine:
         """``LLMDataDist.init`` with a RealNodeEngine: memory at real addresses, each segment reported."""
-        return RealNodeEngine(fabric, self._cluster_id, self._role, fabric.new_slot(), parsed, self._on_segment)
+        return RealNodeEngine(fabric, self._cluster_id, self._role, fabric.new_slot(), parsed, self._on_segment,
+                              self._arena)
 
 
 def adopt_registered(engine: NodeEngine, placement: Placement, addrs: list[int], nbytes: int) -> None:

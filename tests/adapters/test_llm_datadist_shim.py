@@ -1,15 +1,14 @@
 """The ``llm_datadist`` backend (nodehost) certifies the reference exposed under the vendor's module name.
 
 This is the adapter a vendor runs on an Ascend host, run here over the multi-process reference: one process
-per node, only the vendor's public API, memory by address, here with the nodes on two node agents (two
-"hosts" on loopback addresses). A full run, CERTIFIED. Skipped without NIXL (the reference's nodes move bytes
-with it).
+per node, only the vendor's public API, memory by address, here with the nodes on two other hosts reached over
+SSH (two sshd on loopback addresses). A full run, CERTIFIED. Skipped without NIXL (the reference's nodes move
+bytes with it), or where no SSH server can be started (not in CI: .ci/run installs openssh-server).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from reference_impl.multiprocess import nixl_available
 from tests.helpers import ROOT
 from tests.helpers.certify import certify
 from tests.helpers.nixl import NIXL_INSTALL
-from tests.helpers.processes import ADDRESSES, AgentRun
+from tests.helpers.ssh import need_sshd, ssh_noise, ssh_servers
 
 NIXL = nixl_available()
 needs_nixl = pytest.mark.skipif(NIXL is not None, reason=f"NIXL is not installed ({NIXL}): {NIXL_INSTALL}")
@@ -50,33 +49,29 @@ def test_shim_is_the_vendor_api_only(shim_path: Path) -> None:
 
 
 @needs_nixl
-def test_llm_datadist_with_nodes_on_two_agents_is_certified(shim_path: Path, tmp_path: Path) -> None:
+def test_llm_datadist_with_nodes_on_two_ssh_hosts_is_certified(shim_path: Path, tmp_path: Path) -> None:
     """The whole suite, certify profile, as a vendor with two hosts runs it: ``--backend llm_datadist`` (the
-    vendor's public API only), every node in a process of one of two node agents on different loopback
-    addresses (named in a config file, NODEHOST_CONFIG), bytes between them over NIXL. CERTIFIED, exit 0, and
-    both agents ran nodes."""
-    key = os.urandom(16).hex()
-    runs = [AgentRun(ip, key, tmp_path / f"agent-{ip}.log", pythonpath=[shim_path]) for ip in ADDRESSES]
-    # the agents and their key as a vendor writes them down: a config file, the key in a file beside it
-    (tmp_path / "agents.key").write_text(key)
-    (tmp_path / "agents.key").chmod(0o600)
-    config = tmp_path / "nodehost.yaml"
-    config.write_text("agents: [" + ", ".join(f"{h}:{p}" for h, p in (r.address for r in runs)) + "]\n"
-                      "key_file: agents.key\n")
-    try:
-        proc = certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "report"), isolation=(),
-                       pythonpath=[shim_path], timeout=1500, env={"NODEHOST_CONFIG": str(config)})
-    finally:
-        for run in runs:
-            run.kill()
+    vendor's public API only), every node in a process on one of two other hosts reached over SSH (execnet
+    gateways; the hosts named in a config file, NODEHOST_CONFIG), bytes between them over NIXL, while strangers
+    hold idle connections to both hosts' SSH servers, send them garbage and reset connections. CERTIFIED, exit 0,
+    and both hosts ran nodes."""
+    need_sshd()
+    with ssh_servers(tmp_path / "ssh", env={"PYTHONPATH": f"{shim_path}:{ROOT}"}) as servers:
+        # the hosts as a vendor writes them down: a config file beside their ssh_config
+        config = tmp_path / "nodehost.yaml"
+        config.write_text("hosts:\n" + "".join(f"  - '{h}'\n" for h in servers.hosts))
+        with ssh_noise(servers.addresses) as noise:
+            proc = certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "report"), isolation=(),
+                           pythonpath=[shim_path], timeout=1500, env={"NODEHOST_CONFIG": str(config)})
+        ran = [len(servers.sessions(i)) for i in range(2)]
     out = proc.stdout + proc.stderr
     verdict = re.search(r"^verdict: .*$", out, re.MULTILINE)
     assert proc.returncode == 0, f"exit {proc.returncode}, {verdict.group(0) if verdict else out[-3000:]}"
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     assert (report["verdict"]["label"], report["backend"]["name"]) == ("CERTIFIED", "llm_datadist")
     assert not report["verdict"]["partial"], report["verdict"]
-    started = {r.address[0]: r.nodes_started() for r in runs}
-    assert all(started.values()), f"node processes started per agent: {started}"
+    assert noise.made > 100, f"only {noise.made} stranger connections were made"
+    assert ran == [0, 0], f"processes left under the SSH servers after the run: {ran}"
 
 
 def test_without_the_package_the_backend_says_so(tmp_path: Path) -> None:

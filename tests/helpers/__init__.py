@@ -4,7 +4,8 @@ package (it has no ``__init__.py``) and this folder a package of it.
 
 - ``nodes``: node options and specs, the one cluster factory (every ``make_cluster`` fixture), relinking
 - ``data``: bytes in a node's caches and raw memory (random, sentinel, guard bytes) and reading them back
-- ``processes``: node processes and node agents (``python -m nodehost serve``)
+- ``processes``: whether a node process is gone
+- ``ssh``: other hosts on loopback addresses (an ``sshd`` each, started with generated keys) and strangers at them
 - ``nixl``: the NIXL skip of the folders whose node processes move bytes with it
 - ``certify``: ``python -m conformance_tests certify`` run as a user runs it
 - ``seeds``: the push_cache documentation pages beside the checkout

@@ -24,7 +24,7 @@ def certify(*args: str, pythonpath: Sequence[Path] = (FAKES,), env: Mapping[str,
             timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """``python -m conformance_tests certify ARGS``, preceded by ``isolation`` where ARGS do not choose one (``()``:
     the kit's default). ``pythonpath`` comes first on PYTHONPATH, then the checkout; ``env`` is added. The backend
-    is what ARGS name and the node agents what ``env`` names, never the caller's environment; NIXL runs over
+    is what ARGS name and the other hosts what ``env`` names, never the caller's environment; NIXL runs over
     loopback unless the environment says otherwise."""
     if isolation and not any(a.startswith("--isolation") for a in args):
         args = (*isolation, *args)

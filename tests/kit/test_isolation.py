@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 from conformance_tests.backend import IN_PROCESS_BY_DEFAULT
-from conformance_tests.deadlines import Deadlines, Hung
+from conformance_tests.deadlines import Deadlines, Hung, RaisedInterrupt
 from conformance_tests.exitcodes import NOT_CERTIFIED, PARTIAL
 from conformance_tests.options import OPTIONS
 from conformance_tests.state import DEFAULT_MAX_TIME_S
 from tests.helpers import ROOT
 from tests.helpers.certify import FAKES, certify
+from tests.helpers.processes import child_running, process_gone
 
 #: the batch-1 pushes are in src_batch_slice[batch_1] and size_default's two tests; the others push batch 0, 2, 3
 CLAUSES = "push_cache.data.src_batch_slice,push_cache.data.size_default,push_cache.data.dst_batch_slice"
@@ -140,8 +141,14 @@ def test_a_bad_time_budget_is_one_usage_line(tmp_path):
     assert proc.returncode == 2 and "--max-time -3" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_ctrl_c_during_an_isolated_run_writes_a_partial_report_and_ends_the_backend_process(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_an_interrupt_writes_a_partial_report_beside_the_full_one_and_ends_the_backend_process(tmp_path, sig):
+    """Ctrl-C, and SIGTERM or SIGHUP (what CI, ``timeout`` and a closed terminal send) alike: a partial report
+    beside the full one (left as it was), exit code 5, the backend's process ended."""
     out = tmp_path / "r"
+    out.mkdir()
+    full = json.dumps({"verdict": {"label": "CERTIFIED"}, "completeness": {"full": True}})
+    (out / "report.json").write_text(full, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAKES), str(ROOT), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen(
         [sys.executable, "-m", "conformance_tests", "certify", "--backend", "crash_backend:gil_hang",
@@ -152,35 +159,17 @@ def test_ctrl_c_during_an_isolated_run_writes_a_partial_report_and_ends_the_back
     child = None
     while time.monotonic() < deadline and child is None:
         time.sleep(0.5)
-        child = _backend_process_of(proc.pid)
+        child = child_running(proc.pid, "conformance_tests.isolation.child")
     assert child is not None, "the backend's process never started"
     time.sleep(3)  # into the hanging test
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     text, _ = proc.communicate(timeout=60)
     assert proc.returncode == PARTIAL, text[-3000:]
-    assert "KeyboardInterrupt" in (load(out)["completeness"]["interrupted"] or "")
+    interrupted = load(out.with_name("r.partial"))["completeness"]["interrupted"] or ""
+    assert "KeyboardInterrupt" in interrupted and (sig == signal.SIGINT or f"{sig.name} received" in interrupted)
+    assert (out / "report.json").read_text(encoding="utf-8") == full, "the full report was overwritten"
     time.sleep(0.5)
-    assert not Path(f"/proc/{child}").exists() or "zombie" in _state(child), "the backend's process outlived the run"
-
-
-def _backend_process_of(parent: int) -> int | None:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                cmd = (entry / "cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == parent and "conformance_tests.isolation.child" in cmd:
-                return int(entry.name)
-    return None
-
-
-def _state(pid: int) -> str:
-    try:
-        return "zombie" if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z" else "alive"
-    except OSError:
-        return "gone"
+    assert process_gone(child), "the backend's process outlived the run"
 
 
 def test_deadlines_bound_an_in_process_call_and_follow_the_test_deadline():
@@ -191,6 +180,13 @@ def test_deadlines_bound_an_in_process_call_and_follow_the_test_deadline():
     with pytest.raises(Hung):
         deadlines.call(forever.wait, bound=0.2)
     assert deadlines.call(lambda x: x + 1, 1, bound=5) == 2
+    for raised in (KeyboardInterrupt, SystemExit):  # the backend's own, on the calling thread: its call fails
+
+        def backend_call(exc: type[BaseException] = raised) -> None:
+            raise exc("from the backend")
+
+        with pytest.raises(RaisedInterrupt, match=f"the backend raised {raised.__name__}"):
+            deadlines.call(backend_call, bound=5)
     deadlines.start_test(0.5)
     try:
         assert deadlines.remaining(30) <= 0.5

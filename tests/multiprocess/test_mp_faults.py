@@ -18,9 +18,10 @@ from tests.helpers.processes import process_gone
 
 
 def _idle_pids() -> list[int]:
-    from reference_impl.multiprocess.backend import _POOL
+    from reference_impl.multiprocess.backend import backend
 
-    return _POOL.idle_pids()
+    pool = backend.pool()
+    return pool.idle_pids() if pool is not None else []
 
 
 def _desc(api: Any, num_tensors: int = 4, shape: tuple[int, ...] = (2, 32)) -> Any:
@@ -221,29 +222,3 @@ def test_node_processes_exit_with_their_parent() -> None:
     while time.monotonic() < deadline and not all(process_gone(p) for p in pids):
         time.sleep(0.05)
     assert all(process_gone(p) for p in pids)
-
-
-def test_spare_processes_are_opt_in_and_end() -> None:
-    """With spares and no pooling, a cluster takes pre-started node processes; they still end with it."""
-    from reference_impl.multiprocess.backend import MultiprocessBackend
-
-    fast = MultiprocessBackend(spares=2, pool=False)
-    try:
-        seen: list[int] = []
-        for _ in range(2):
-            cluster = fast.open_cluster(specs(1, 2))
-            try:
-                cluster.link(1, 2)
-                api = cluster.node(1).api
-                dst = cluster.node(2).cache_manager.allocate_cache(
-                    api.CacheDesc(2, [1, 8], api.DataType.DT_UINT8, api.Placement.DEVICE))
-                src = cluster.node(1).cache_manager.allocate_cache(
-                    api.CacheDesc(2, [1, 8], api.DataType.DT_UINT8, api.Placement.DEVICE))
-                cluster.node(1).cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
-                seen += cluster.pids()
-            finally:
-                cluster.close()
-            assert all(process_gone(p) for p in seen)
-    finally:
-        assert fast.pool is not None
-        fast.pool.close()

@@ -20,6 +20,7 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
 
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "nixl: needs NIXL (node processes running the multi-process reference)")
+    config.addinivalue_line("markers", "ssh: starts SSH servers (other hosts on loopback addresses)")
 
 
 @pytest.fixture

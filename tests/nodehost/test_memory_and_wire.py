@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import reference_impl as ref
+from datawire import WireError
 from nodehost.memory import HostMemory, device_accessor_kind
-from nodehost.wire import NodeCodec, ParentCodec
+from nodehost.wire import NodeCodec, ParentCodec, read_reply
 
 
 def test_host_memory_by_address() -> None:
@@ -51,15 +52,35 @@ def _cache(cache_id: int = 7) -> ref.Cache:
     return ref.Cache(cache_id, desc, [4096, 8192], None, False, False)
 
 
+def _sections(*sections: object) -> list[bytes]:
+    """Sections as a frame delivers them (a codec message's buffers joined)."""
+    return [b"".join(s) if isinstance(s, list) else bytes(s) for s in sections]  # type: ignore[arg-type]
+
+
+def _to_parent(node: NodeCodec, parent: ParentCodec, value: object, status: str = "ok") -> object:
+    req, got_status, payload = read_reply(_sections(*node.reply(5, status, value, [])))
+    assert (req, got_status) == (5, status)
+    return parent.reply(payload)
+
+
 def test_caches_travel_as_handles_and_come_back_as_themselves() -> None:
     node, parent = NodeCodec(ref, cluster_id=1), ParentCodec(ref)
     real = _cache()
-    proxy = parent.loads(node.dumps(real))
+    proxy = _to_parent(node, parent, real)
     assert isinstance(proxy, ref.Cache) and proxy is not real
     assert (proxy.cache_id, proxy.tensor_addrs, proxy.is_blocks_cache) == (7, [4096, 8192], False)
-    assert parent.loads(node.dumps(real)) is proxy  # one proxy per handle
-    back, seen = node.loads(parent.dumps(("call", proxy)))
-    assert back[1] is real and seen == [real]
+    assert proxy.cache_desc.shape == [2, 8] and proxy.cache_desc.data_type is ref.DataType.DT_UINT8
+    assert _to_parent(node, parent, real) is proxy  # one proxy per handle
+    (req, op, args, kwargs), seen = node.decode_request(_sections(parent.request(3, "cm", ("call", proxy), {})))
+    assert (req, op) == (3, "cm") and args[1] is real and seen == [real]
+
+
+def test_value_types_and_enums_are_rebuilt_with_the_receivers_classes() -> None:
+    node, parent = NodeCodec(ref, cluster_id=1), ParentCodec(ref)
+    key = ref.CacheKeyByIdAndIndex(2, 9, 1)
+    (_req, _op, args, _kw), _seen = node.decode_request(_sections(parent.request(1, "cm", (key, ref.Placement.DEVICE),
+                                                                                  {})))
+    assert args[0] == key and args[0] is not key and args[1] is ref.Placement.DEVICE
 
 
 def test_a_handle_from_another_process_or_cluster_never_resolves() -> None:
@@ -74,18 +95,24 @@ def test_a_handle_from_another_process_or_cluster_never_resolves() -> None:
     assert node.resolve(1, other_process, (7, real.cache_desc, [1], False)) is not real
 
 
-def test_llm_exception_keeps_its_status_code() -> None:
+def test_exceptions_cross_as_records_and_keep_their_status_code() -> None:
     node, parent = NodeCodec(ref), ParentCodec(ref)
     exc = ref.LLMException("no such cache", status_code=ref.LLMStatusCode.LLM_KV_CACHE_NOT_EXIST)
-    back = parent.decode_error(node.encode_error(exc), "node 2")
+    back = _to_parent(node, parent, exc, "err")
     assert isinstance(back, ref.LLMException)
     assert back.status_code == ref.LLMStatusCode.LLM_KV_CACHE_NOT_EXIST and "no such cache" in str(back)
-    typed = parent.decode_error(node.encode_error(TypeError("src_cache only support ['Cache']")), "node 2")
-    assert type(typed) is TypeError
+    assert type(_to_parent(node, parent, TypeError("src_cache only support ['Cache']"), "err")) is TypeError
 
     class Odd(Exception):
         def __reduce__(self) -> object:
-            raise pickle.PicklingError("no")
+            return (print, ("never called",))
 
-    plain = parent.decode_error(node.encode_error(Odd("x")), "node 2")
-    assert isinstance(plain, RuntimeError) and "Odd" in str(plain)
+    plain = _to_parent(node, parent, Odd("x"), "err")
+    assert type(plain) is Exception and "x" in str(plain)
+
+
+def test_a_reply_that_is_not_the_wire_is_refused() -> None:
+    with pytest.raises(WireError):
+        read_reply([pickle.dumps((1, "ok")), b""])
+    with pytest.raises(WireError):
+        ParentCodec(ref).reply(pickle.dumps([1, []]))

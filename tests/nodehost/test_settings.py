@@ -22,35 +22,45 @@ def _file(tmp_path: Path, text: str) -> Path:
 
 def test_defaults_without_variables_or_file() -> None:
     got = load({})
-    assert (got.agents, got.pool, got.device_ids, got.device_memory) == ((), settings.DEFAULT_POOL_SIZE, (), "auto")
+    assert (got.hosts, got.pool, got.device_ids, got.device_memory) == ((), settings.DEFAULT_POOL_SIZE, (), "auto")
     assert set(got.source.values()) == {"default"}
 
 
-def test_the_file_gives_agents_and_a_key_file_relative_to_itself(tmp_path: Path) -> None:
-    cfg = _file(tmp_path, "agents: [127.0.0.2:7000, 127.0.0.3:7001]\nkey_file: agents.key\npool: 2\n"
-                          "device_ids: [0, 1]\ndevice_ips: [10.0.0.1, 10.0.0.2]\n")
+HOST_B = "ssh=kit@hostb//python=/opt/kit/bin/python"
+HOST_C = "ssh=kit@hostc//ssh_config=ssh_config//python=/opt/kit/bin/python//env:UCX_NET_DEVICES=eth0"
+
+
+def test_the_file_gives_hosts_as_execnet_ssh_specs(tmp_path: Path) -> None:
+    cfg = _file(tmp_path, f"hosts: ['{HOST_B}', '{HOST_C}']\npool: 2\ndevice_memory: host\n")
     got = load({settings.CONFIG_ENV: str(cfg)})
-    assert got.agents == (("127.0.0.2", 7000), ("127.0.0.3", 7001))
-    assert got.key_file == str(tmp_path / "agents.key")
-    assert (got.pool, got.device_ids, got.device_ips) == (2, (0, 1), ("10.0.0.1", "10.0.0.2"))
-    assert got.source["agents"] == str(cfg) and got.source["device_memory"] == "default"
+    assert got.hosts == (HOST_B, HOST_C)
+    assert (got.pool, got.device_memory) == (2, "host")
+    assert got.source["hosts"] == str(cfg) and got.source["device_ids"] == "default"
+
+
+@pytest.mark.parametrize("spec", ["127.0.0.2:7000", "popen//python=python3", "socket=127.0.0.2:8888", "ssh="])
+def test_a_host_that_is_not_an_ssh_spec_is_one_usage_line(spec: str) -> None:
+    """Other hosts are reached over SSH only (execnet's popen or socket gateways are not a way to another host)."""
+    with pytest.raises(ConfigError) as info:
+        load({"NODEHOST_HOSTS": spec})
+    assert "$NODEHOST_HOSTS" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_a_variable_wins_over_the_file(tmp_path: Path) -> None:
-    cfg = _file(tmp_path, "agents: [127.0.0.2:7000]\npool: 2\n")
-    got = load({settings.CONFIG_ENV: str(cfg), "NODEHOST_POOL": "0", "NODEHOST_AGENTS": "h1:1,h2:2"})
-    assert (got.pool, got.agents) == (0, (("h1", 1), ("h2", 2)))
+    cfg = _file(tmp_path, f"hosts: ['{HOST_B}']\npool: 2\n")
+    got = load({settings.CONFIG_ENV: str(cfg), "NODEHOST_POOL": "0", "NODEHOST_HOSTS": f"{HOST_C},{HOST_B}"})
+    assert (got.pool, got.hosts) == (0, (HOST_C, HOST_B))
     assert got.source["pool"] == "$NODEHOST_POOL"
 
 
 @pytest.mark.parametrize(("text", "says"), [
-    ("agents: [127.0.0.2]\n", "agents.0: '127.0.0.2' does not match"),
-    ("agents: [h:70000]\n", "the port must be 1-65535"),
+    ("hosts: [127.0.0.2:7000]\n", "hosts.0: '127.0.0.2:7000' does not match"),
+    ("hosts: ['ssh=h//bogus']\n", "hosts: 'ssh=h//bogus': not an execnet spec"),
     ("pool: -1\n", "pool: -1 is less than the minimum of 0"),
     ("device_memory: gpu\n", "device_memory: 'gpu' is not one of"),
-    ("agent: [h:1]\n", "Additional properties are not allowed ('agent' was unexpected)"),
+    ("agents: [h:1]\n", "Additional properties are not allowed ('agents' was unexpected)"),
     ("device_ids: [0, 1]\ndevice_ips: [a]\n", "1 device ips for 2 device ids"),
-    ("agents: [h:1\n", "not YAML (line 2)"),
+    ("hosts: [h:1\n", "not YAML (line 2)"),
 ])
 def test_a_bad_file_is_one_line_naming_the_file_and_key(tmp_path: Path, text: str, says: str) -> None:
     cfg = _file(tmp_path, text)
@@ -63,7 +73,7 @@ def test_a_bad_file_is_one_line_naming_the_file_and_key(tmp_path: Path, text: st
 @pytest.mark.parametrize(("env", "says"), [
     ({"NODEHOST_POOL": "many"}, "$NODEHOST_POOL: 'many' is not an integer"),
     ({"NODEHOST_DEVICE_IDS": "0,-1"}, "$NODEHOST_DEVICE_IDS: device_ids.1: -1 is less than the minimum of 0"),
-    ({"NODEHOST_AGENTS": "nohost"}, "$NODEHOST_AGENTS: agents.0: 'nohost' does not match"),
+    ({"NODEHOST_HOSTS": "nohost"}, "$NODEHOST_HOSTS: hosts.0: 'nohost' does not match"),
     ({settings.CONFIG_ENV: "/nonexistent/nodehost.yaml"}, "$NODEHOST_CONFIG=/nonexistent/nodehost.yaml: cannot read"),
 ])
 def test_a_bad_variable_is_one_line_naming_it(env: dict[str, str], says: str) -> None:
@@ -72,7 +82,7 @@ def test_a_bad_variable_is_one_line_naming_it(env: dict[str, str], says: str) ->
 
 
 def test_certify_with_a_bad_config_is_a_usage_error_before_anything_runs(tmp_path: Path) -> None:
-    cfg = _file(tmp_path, "agents: [127.0.0.2:not-a-port]\n")
+    cfg = _file(tmp_path, "hosts: [127.0.0.2:7000]\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEHOST_") and k != "PUSH_CACHE_BACKEND"}
     env.update({settings.CONFIG_ENV: str(cfg), "PYTHONPATH": str(ROOT)})
     proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", "reference-nodehost",
@@ -80,23 +90,7 @@ def test_certify_with_a_bad_config_is_a_usage_error_before_anything_runs(tmp_pat
                           timeout=120)
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and str(cfg) in lines[0] and "agents.0" in lines[0], proc.stderr
-
-
-def test_the_agents_key_comes_from_the_files_key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nodehost.backend import NodeHostBackend
-
-    (tmp_path / "agents.key").write_text("k" * 32)
-    cfg = _file(tmp_path, "agents: [127.0.0.2:7000]\nkey_file: agents.key\n")
-    for var in ("NODEHOST_KEY", "NODEHOST_KEY_FILE", "NODEHOST_AGENTS"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv(settings.CONFIG_ENV, str(cfg))
-    backend = NodeHostBackend("reference_impl.multiprocess.datadist")
-    assert backend.agents == [("127.0.0.2", 7000)]
-    assert backend.agent_key() == b"k" * 32
-    (tmp_path / "agents.key").write_text("short")
-    with pytest.raises(ConfigError, match="no shared key"):
-        NodeHostBackend("reference_impl.multiprocess.datadist").capabilities()
+    assert len(lines) == 1 and str(cfg) in lines[0] and "hosts.0" in lines[0], proc.stderr
 
 
 def test_the_ascend_host_settings_table_matches_the_code() -> None:

@@ -6,7 +6,9 @@ meet the defect.  Each variant writes a line to stderr first, which the error ro
 * ``segfault``: dereferences address 0 (SIGSEGV);
 * ``exit3``: ``os._exit(3)``, the status the kit once used for "adapter error";
 * ``gil_hang``: sleeps in C through ``ctypes.PyDLL``, which keeps the GIL: no Python thread of the process
-  runs again, so no signal handler, timeout thread or Ctrl-C inside the process can end it.
+  runs again, so no signal handler, timeout thread or Ctrl-C inside the process can end it;
+* ``orphan_segfault``: first starts a daemon (fork, ``setsid()``, fork again) that keeps every file descriptor of
+  the process, the kit's pipe included, and sleeps; writes its pid to ``$ORPHAN_PID_FILE``; then segfaults.
 """
 
 from __future__ import annotations
@@ -30,6 +32,27 @@ def _gil_hang() -> None:
     ctypes.PyDLL(None).sleep(3600)
 
 
+def _orphan_then_segfault() -> None:
+    first = os.fork()
+    if first == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open(os.environ["ORPHAN_PID_FILE"], "w") as f:
+                f.write(str(os.getpid()))
+            import time
+
+            time.sleep(3600)  # holding the pipe the kit reads, and the output file
+        os._exit(0)
+    os.waitpid(first, 0)
+    for _ in range(200):  # the daemon has written its pid
+        if os.path.exists(os.environ["ORPHAN_PID_FILE"]) and open(os.environ["ORPHAN_PID_FILE"]).read():
+            break
+        import time
+
+        time.sleep(0.01)
+    _segfault()
+
+
 def _crashing(kind: str, action: object) -> type:
     class CrashingCacheManager(ProxyCacheManager):
         def push_cache(self, dst_cache_key, src_cache, src_batch_index=0, src_layer_range=None,  # noqa: ANN001
@@ -47,3 +70,4 @@ def _crashing(kind: str, action: object) -> type:
 segfault = backend_with("fake-segfault", _crashing("segfault", _segfault))
 exit3 = backend_with("fake-exit3", _crashing("exit3", _exit3))
 gil_hang = backend_with("fake-gil-hang", _crashing("gil_hang", _gil_hang))
+orphan_segfault = backend_with("fake-orphan-segfault", _crashing("orphan_segfault", _orphan_then_segfault))
