@@ -28,6 +28,44 @@ CERTIFY_ARGS = ["-p", "conformance_tests.plugin", "--pyargs", "conformance_tests
 
 #: how long the certify program waits for threads a backend left running before it exits without them
 THREAD_GRACE_S = 2.0
+#: the modules the kit imports from its dependencies (pyproject's [project] dependencies; a self-test compares)
+RUNTIME_MODULES = ("numpy", "yaml", "jsonschema", "pytest", "hypothesis", "pytest_timeout", "jinja2")
+
+
+def missing_dependency() -> str | None:
+    """The first runtime dependency that does not import here, or None."""
+    import importlib.util
+
+    for name in RUNTIME_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):
+            return name
+    return None
+
+
+def _missing(name: str) -> int:
+    print(f"push-cache-kit: this Python lacks '{name}': install the kit with its dependencies (pip install . in "
+          "its checkout), or run the kit through tox (tox -e certify)", file=sys.stderr)
+    return exitcodes.USAGE_ERROR
+
+
+def _one_line_usage() -> object:
+    import pytest
+
+    class _Plugin:
+        @pytest.hookimpl(wrapper=True)
+        def pytest_cmdline_parse(self, pluginmanager: object, args: list[str]) -> object:
+            try:
+                return (yield)
+            except pytest.UsageError as exc:
+                text = " ".join(str(a) for a in exc.args)
+                said = [ln.split("error:", 1)[1].strip() for ln in text.splitlines() if "error:" in ln]
+                what = said[-1] if said else " ".join(text.split())
+                raise pytest.UsageError(f"push-cache-kit certify: {what} (certify --help lists the options)") from None
+
+    return _Plugin()
 
 
 def certify(args: Sequence[str]) -> int:
@@ -40,12 +78,15 @@ def certify(args: Sequence[str]) -> int:
 
     if any(a in ("-h", "--help") for a in args):
         return certify_help()
+    missing = missing_dependency()
+    if missing:
+        return _missing(missing)
     # test IDs are always "conformance_tests/suite/test_<family>.py::...", wherever the kit is installed
     root = Path(conformance_tests.__file__).resolve().parent.parent
     result = exitcodes.RunResult()  # the plugin fills it in: the kit's own exit code, beside pytest's
     try:
         argv = [*CERTIFY_ARGS, f"--rootdir={root}", *args, *_explore_seed(args)]
-        ret = int(pytest.main(argv, plugins=[result]))
+        ret = int(pytest.main(argv, plugins=[result, _one_line_usage()]))
     except KeyboardInterrupt:
         print("push-cache-kit: interrupted before the run could report", file=sys.stderr)
         return exitcodes.PARTIAL if result.code is None else result.code
@@ -116,12 +157,7 @@ def _explore_seed(args: Sequence[str]) -> list[str]:
 def _delegate(module: str, args: Sequence[str]) -> int:
     import importlib
 
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        print(f"push-cache-kit: {module} is not available ({exc})", file=sys.stderr)
-        return 2
-    return int(mod.main(list(args)) or 0)
+    return int(importlib.import_module(module).main(list(args)) or 0)
 
 
 def exit_now_if_threads_linger(code: int, grace: float = THREAD_GRACE_S) -> None:
@@ -162,17 +198,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
-    if command == "certify":
-        code = certify(rest)
-        if program:
-            exit_now_if_threads_linger(code)
-        return code
-    if command == "clauses":
-        return _delegate("conformance_tests.spec_cli", rest)
-    if command == "report":
-        return _delegate("conformance_tests.report.cli", rest)
-    parser.error(f"unknown command {command!r} (choose certify, clauses or report)")
-    return 2
+    try:
+        if command == "certify":
+            code = certify(rest)
+            if program:
+                exit_now_if_threads_linger(code)
+            return code
+        if command == "clauses":
+            return _delegate("conformance_tests.spec_cli", rest)
+        if command == "report":
+            return _delegate("conformance_tests.report.cli", rest)
+    except ModuleNotFoundError as exc:  # the kit or a dependency is not installed in this Python
+        return _missing(exc.name or str(exc))
+    print(f"push-cache-kit: unknown command {command!r} (choose certify, clauses or report)", file=sys.stderr)
+    return exitcodes.USAGE_ERROR
 
 
 if __name__ == "__main__":

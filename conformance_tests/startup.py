@@ -12,18 +12,19 @@ import pytest
 from hypothesis import settings
 
 from . import profiles
-from .backend import (
+from .context import RunContext
+from .deadlines import Deadlines
+from .exitcodes import RunResult
+from .expectations import ExpectationsError, load_expectations
+from .finish import backend_display_name, folder_release, full_folder
+from .resolution import (
     IN_PROCESS_BY_DEFAULT,
     BackendError,
     backend_capabilities,
     backend_target,
     resolve_backend,
 )
-from .context import RunContext
-from .deadlines import Deadlines
-from .exitcodes import RunResult
-from .expectations import ExpectationsError, load_expectations
-from .finish import full_folder
+from .rows import printable
 from .spec import SpecError, default_spec_path, load_spec
 from .state import RunState
 
@@ -45,20 +46,31 @@ def start_run(config: pytest.Config, result: RunResult) -> RunState:
         settings.load_profile(profiles.DEFAULT)
     state.seed = config.getoption("hypothesis_seed", None)
 
+    # the cheap inputs first: a bad option or file is one line before any backend process starts
+    state.max_time = float(config.getoption("max_time") or 0.0)
+    if state.max_time < 0:
+        raise pytest.UsageError(f"--max-time {state.max_time:g}: a number of seconds, 0 for no budget")
+    try:
+        spec = load_spec(config.getoption("pc_spec"))
+    except SpecError as exc:
+        raise pytest.UsageError(f"spec: {exc}") from None
+    state.strict = bool(config.getoption("strict_expectations"))
+    path = config.getoption("expectations")
+    if path and state.strict:
+        raise pytest.UsageError(
+            f"--strict-expectations certifies without waivers; remove --expectations {path}")
+    if path:
+        try:
+            state.expectations = load_expectations(path)
+        except ExpectationsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
     deadlines = Deadlines()
     try:
         backend, target, state.isolation = open_backend(config, deadlines)
         caps = backend_capabilities(backend)
     except BackendError as exc:
         raise pytest.UsageError(str(exc)) from None
-    state.max_time = float(config.getoption("max_time") or 0.0)
-    if state.max_time < 0:
-        raise pytest.UsageError(f"--max-time {state.max_time:g}: a number of seconds, 0 for no budget")
-
-    try:
-        spec = load_spec(config.getoption("pc_spec"))
-    except SpecError as exc:
-        raise pytest.UsageError(f"spec: {exc}") from None
 
     declared = caps.get("spec_versions") or []
     release = config.getoption("spec_version")
@@ -75,24 +87,13 @@ def start_run(config: pytest.Config, result: RunResult) -> RunState:
     else:
         release = spec.newest_release(declared)
 
-    state.strict = bool(config.getoption("strict_expectations"))
-    path = config.getoption("expectations")
-    if path and state.strict:
-        raise pytest.UsageError(
-            f"--strict-expectations certifies without waivers; remove --expectations {path}")
-    if path:
-        try:
-            state.expectations = load_expectations(path)
-        except ExpectationsError as exc:
-            raise pytest.UsageError(str(exc)) from None
-
     state.ctx = RunContext(backend, target, caps, spec, release, timeout=config.getoption("timeout", None),
                            deadlines=deadlines)
     state.packaged_sha256 = packaged_sha256()
     if not config.getoption("no_reports") and not config.option.collectonly and not state.is_worker:
         from .report.folders import check_writable
 
-        full_dir = full_folder(config, backend)
+        full_dir = full_folder(config, backend, folder_release(spec, release))
         problem = check_writable(full_dir)
         if problem:
             raise pytest.UsageError(f"reports cannot be written: {problem} (use --report-dir DIR or --no-reports)")
@@ -113,8 +114,8 @@ def open_backend(config: pytest.Config, deadlines: Deadlines) -> tuple[Any, str,
         return backend, target, mode
     try:
         backend = IsolatedBackend(target, deadlines)
-    except StartError as exc:
-        raise BackendError(f"backend '{target}': {exc}") from None
+    except StartError as exc:  # its message names the backend already
+        raise BackendError(str(exc)) from None
     return backend, backend.target, mode
 
 
@@ -139,7 +140,7 @@ class Startup:
         caps = json.dumps(run.caps, sort_keys=True, default=str)
         seed = state.seed if state.seed is not None else ("derandomized" if state.profile == "certify" else "random")
         return [
-            f"push_cache backend: {getattr(b, 'name', '?')} {getattr(b, 'version', '?')} ({run.target}; "
+            f"push_cache backend: {backend_display_name(b)} {printable(str(getattr(b, 'version', '?')))} ({run.target}; "
             + ("in its own process" if state.isolation == "process" else "in this process") + ")",
             f"push_cache capabilities: {caps}",
             f"push_cache spec: release {run.release} of {run.spec.version} "

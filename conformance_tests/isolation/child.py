@@ -73,7 +73,7 @@ def _attribute(registry: Registry, obj: Any, name: str) -> Any:
 
 
 def serve(conn: Connection, target: str) -> None:
-    from conformance_tests.backend import BackendError, backend_capabilities, resolve_backend
+    from conformance_tests.resolution import BackendError, backend_capabilities, resolve_backend
 
     try:
         backend, resolved = resolve_backend(target)
