@@ -24,11 +24,16 @@ class Counters:
     push_calls: int = 0  # push_cache calls made by the harness
     restarts: int = 0  # new backend processes started for this test (the last one was lost)
     layouts: set[str] = field(default_factory=set)  # distinct cache layouts (src/dst descs and placements)
+    #: the features of this test's pushes (push_features.merge) and of its last push (the one a failure judged)
+    push_features: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_push: dict[str, Any] | None = None
 
     def reset(self) -> None:
         self.push_calls = 0
         self.restarts = 0
         self.layouts.clear()
+        self.push_features = {}
+        self.last_push = None
 
 
 @dataclass

@@ -164,8 +164,9 @@ class TestPhases:
         data: dict[str, Any] = {"meta": self._meta(item), "result": plain(result)}
         if rep.when == "teardown":
             counters = run.counters
-            data["counts"] = {"push_calls": counters.push_calls, "layouts": sorted(counters.layouts),
-                              "restarts": counters.restarts}
+            data["counts"] = plain({"push_calls": counters.push_calls, "layouts": sorted(counters.layouts),
+                                    "restarts": counters.restarts, "push_features": counters.push_features,
+                                    "last_push": counters.last_push})
         rep.user_properties = [*rep.user_properties, (ROW_PROPERTY, data)]
 
     def _hypothesis_info(self, item: pytest.Item, message: str) -> dict[str, Any] | None:

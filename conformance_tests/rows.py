@@ -13,13 +13,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .push_features import merge_stats
+
 #: the user property that carries a phase's row data
 PROPERTY = "push_cache_row"
+#: outcomes of a test whose last push a check judged wrong (its features go to the likely-cause analysis)
+JUDGED = ("failed", "incompatible")
 
 
 def plain(value: Any) -> Any:
-    """``value`` as JSON data (pytest-xdist serializes user properties; dates and the like become text)."""
-    return json.loads(json.dumps(value, default=str))
+    """``value`` as JSON data (pytest-xdist serializes user properties; dates and the like become text), every
+    string writable as UTF-8 (a lone surrogate a backend handed over becomes its escape)."""
+    return printable(json.loads(json.dumps(value, default=str)))
+
+
+def printable(value: Any) -> Any:
+    """``value`` with every string made writable as UTF-8: lone surrogates become ``\\udcXX`` escapes."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable(v) for v in value]
+    return value
 
 
 def phase_outcome(rep: Any, level: str, message: str | None, setup_error: bool) -> tuple[str | None, str | None]:
@@ -86,6 +102,7 @@ def new_row(nodeid: str, meta: dict[str, Any] | None) -> dict[str, Any]:
         "message": None,
         "repro": None,
         "hypothesis": None,
+        "push": None,
         "duration_s": 0.0,
     }
 
@@ -98,6 +115,8 @@ class Rows:
         self.order: list[str] = []
         self.push_calls = 0
         self.restarts = 0  # backend processes started after a loss (isolated runs), in every worker
+        #: per class of push (returned, raised) and feature, the values the pushes of the passing tests took
+        self.passing_push_features: dict[str, dict[str, Any]] = {}
         self.layouts: set[str] = set()
         self.unexpected_passes: list[str] = []
         #: tests whose process died before the test said which clauses it checks (the run cannot be full)
@@ -136,4 +155,10 @@ class Rows:
             self.push_calls += int(counts.get("push_calls", 0))
             self.restarts += int(counts.get("restarts", 0))
             self.layouts.update(counts.get("layouts") or [])
+            # the likely-cause analysis sets the push a failure judged against every push of a passing test
+            if row["outcome"] == "passed":
+                for cls, stats in (counts.get("push_features") or {}).items():
+                    merge_stats(self.passing_push_features.setdefault(cls, {}), stats)
+            elif row["outcome"] in JUDGED and counts.get("last_push"):
+                row["push"] = counts["last_push"]
         return row

@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .causes import likely_causes
 from .model import (
     BLOCKING_LEVELS,
     CERTIFIED,
@@ -313,6 +314,30 @@ def compute_verdict(
     }
 
 
+def blocking_details(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The blocking clauses as a reader meets them: those the first likely cause explains first, then by how many
+    of their tests failed, each with its title and its first failure message."""
+    by_id = {c["id"]: c for c in report["clauses"]}
+    failing: dict[str, list[dict[str, Any]]] = {}
+    for t in report["tests"]:
+        if t["outcome"] in ("failed", "error"):
+            for cid in t["clauses"]:
+                failing.setdefault(cid, []).append(t)
+    causes = report.get("likely_causes") or []
+    first_cause = set(causes[0]["clauses"]) if causes and causes[0].get("predicate") else set()
+    order = {cid: i for i, cid in enumerate(report["verdict"]["blocking"])}
+    out = []
+    for cid in sorted(report["verdict"]["blocking"],
+                      key=lambda c: (c not in first_cause, -len(failing.get(c, [])), order[c])):
+        clause, tests = by_id.get(cid, {}), failing.get(cid, [])
+        out.append({"id": cid, "title": clause.get("title"), "level": clause.get("level"),
+                    "outcome": clause.get("outcome", "failed"), "failing_tests": len(tests),
+                    "first_test": tests[0]["id"] if tests else None,
+                    "first_message": next((t.get("message") for t in tests if t.get("message")), None),
+                    "deviation": clause.get("deviation")})
+    return out
+
+
 def build_report(
     header: Mapping[str, Any],
     tests: Iterable[Mapping[str, Any]],
@@ -364,6 +389,8 @@ def build_report(
     report["summary"] = _summary(test_rows)
     report["clause_summary"] = _clause_summary(clause_rows)
     report["verdict"] = compute_verdict(test_rows, clause_rows, report["completeness"])
+    report["likely_causes"] = likely_causes(test_rows, run.get("passing_push_features") or {})
+    report["blocking_details"] = blocking_details(report)
     report["warnings"] = _unique(warnings)
     validate_report(report)
     return report

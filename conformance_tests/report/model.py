@@ -3,6 +3,8 @@ spec's: :mod:`conformance_tests.spec.levels`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..spec.levels import BLOCKING_LEVELS, LEVELS  # noqa: F401 - the report modules' levels are the spec's
 
 SCHEMA_VERSION = 1
@@ -56,3 +58,12 @@ LABEL_KIND = {
 PASSING_TEST_OUTCOMES = frozenset({"passed", "xpassed"})
 #: outcomes of a test whose waiver took effect (expected xfail or skip)
 WAIVED_TEST_OUTCOMES = frozenset({"xfailed", "skipped"})
+
+
+def seed_text(run: dict[str, Any]) -> str:
+    """The hypothesis seed as a reader needs it: the number, or why there is none."""
+    seed = run.get("hypothesis_seed")
+    if seed is not None:
+        return str(seed)
+    return "none: derandomized (each stream seeded from its clause ID and key)" if run.get(
+        "hypothesis_profile") in ("certify", "quick") else "none recorded"
