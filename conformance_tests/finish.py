@@ -15,40 +15,52 @@ from hypothesis import settings
 
 from . import exitcodes
 from .profiles import CERTIFY_EXAMPLES
+from .rows import plain, printable
 from .selection import WHY_DESELECTED, WHY_NOT_RUN, selection_problems
 
 if TYPE_CHECKING:
+    from .spec import Spec
     from .state import RunState as State
 
 SUITE_NAME = "push-cache-conformance"
+#: likely causes and blocking clauses the terminal summary names after the verdict (the reports have them all)
+CAUSES_SHOWN = 3
+BLOCKING_SHOWN = 10
 
 
 def backend_display_name(backend: Any) -> str:
     """The backend's name as reports show it (never empty)."""
-    name = str(getattr(backend, "name", "") or "")
+    name = printable(str(getattr(backend, "name", "") or ""))
     return name if name.strip() else "(unnamed backend)"
 
 
-def full_folder(config: pytest.Config, backend: Any) -> Path:
-    """Where a full run of this backend writes: --report-dir, else reports/<safe backend name>/."""
+def folder_release(spec: Spec, release: str) -> str | None:
+    """The release a report folder names: none for the spec's newest release, else the release (so that a run of
+    an older release never writes over the newest one's report)."""
+    return None if release == spec.releases[-1] else release
+
+
+def full_folder(config: pytest.Config, backend: Any, release: str | None = None) -> Path:
+    """Where a full run of this backend writes: --report-dir, else reports/<safe backend name>/ (with
+    ``@<release>`` for a release other than the spec's newest)."""
     from .report.folders import default_folder
 
     explicit = config.getoption("report_dir")
     if explicit:
         return Path(config.invocation_params.dir) / explicit
     base = Path(config.invocation_params.dir) / "reports"
-    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=False)
+    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=False, release=release)
 
 
-def partial_folder(config: pytest.Config, backend: Any, full_dir: Path) -> Path:
-    """Where a partial run writes: reports/<name>.partial/ by default; with --report-dir DIR, DIR itself
-    unless DIR holds a full report, then DIR.partial/ beside it."""
+def partial_folder(config: pytest.Config, backend: Any, full_dir: Path, release: str | None = None) -> Path:
+    """Where a partial run writes: reports/<name>.partial/ by default (with ``@<release>`` as for a full run);
+    with --report-dir DIR, DIR itself unless DIR holds a full report, then DIR.partial/ beside it."""
     from .report.folders import default_folder, holds_full_report, partial_sibling
 
     if config.getoption("report_dir"):
         return partial_sibling(full_dir) if holds_full_report(full_dir) else full_dir
     base = Path(config.invocation_params.dir) / "reports"
-    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=True)
+    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=True, release=release)
 
 
 def summary_line(message: str | None) -> str:
@@ -78,7 +90,7 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
         suite_version = "0.0.0"
     exp = state.expectations
     rows = state.rows
-    return {
+    return plain({
         "suite": {"name": SUITE_NAME, "version": suite_version},
         "spec": {"version": ctx.release, "sha256": ctx.spec.sha256, "path": str(ctx.spec.path)},
         "backend": {"name": backend_display_name(b), "version": str(getattr(b, "version", "?")),
@@ -95,13 +107,14 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             "argv": list(config.invocation_params.args),
             "push_calls": rows.push_calls,
             "distinct_layouts": len(rows.layouts),
+            "passing_push_features": rows.passing_push_features,
             "isolation": state.isolation,
             # the first process, then one per loss (summed over pytest-xdist workers, which each start their own)
             "backend_processes": 1 + rows.restarts if state.isolation == "process" else None,
             "max_time_s": state.max_time or None,
             "out_of_time": state.out_of_time,
         },
-    }
+    })
 
 
 def clause_rows(state: State) -> list[dict[str, Any]]:
@@ -216,9 +229,10 @@ def finish(session: pytest.Session, state: State, exitstatus: int) -> None:
             state.report = {"verdict": fallback_verdict(rows, clauses)}
         else:
             if not config.getoption("no_reports"):
-                full_dir = state.full_dir or full_folder(config, state.run.backend)
+                release = folder_release(state.run.spec, state.run.release)
+                full_dir = state.full_dir or full_folder(config, state.run.backend, release)
                 partial = bool(state.report["verdict"].get("partial"))
-                out_dir = partial_folder(config, state.run.backend, full_dir) if partial else full_dir
+                out_dir = partial_folder(config, state.run.backend, full_dir, release) if partial else full_dir
                 state.report_dir = out_dir
                 try:
                     paths = write_reports(state.report, out_dir)
@@ -289,6 +303,11 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
     kind = verdict.get("kind")
     tr.write_line(line, bold=True, green=kind == "certified", red=kind == "not_certified",
                   yellow=kind in ("partial", "certified_with_waivers"))
+    for cause in (report.get("likely_causes") or [])[:CAUSES_SHOWN]:
+        tr.write_line(f"likely cause: {cause['statement']} ({', '.join(cause['clauses'][:4])})", red=True)
+    for detail in (report.get("blocking_details") or [])[:BLOCKING_SHOWN]:
+        first = summary_line(detail.get("first_message"))
+        tr.write_line(f"  {detail['id']} ({detail.get('failing_tests', 0)} failing): {first}"[:300])
     if state.exit_code is not None:
         meaning = exitcodes.BY_CODE.get(state.exit_code)
         tr.write_line(f"exit code: {state.exit_code} ({meaning.name if meaning else '?'})")

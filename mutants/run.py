@@ -16,11 +16,12 @@ import os
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance_tests.report.model import LABEL_KIND
 from conformance_tests.spec import load_spec
 from mutants.catalog import MUTANTS, Mutant
 
@@ -104,15 +105,32 @@ def judge(mutant: Mutant, report: dict[str, Any], result: Result) -> None:
         result.detail = "no clause failed"
 
 
+#: the widest verdict label a report can give (the columns fit every verdict)
+VERDICT_WIDTH = max(len(label) for label in LABEL_KIND)
+STATUS_WIDTH = max(len(s) for s in ("killed", "survived", "unrelated", "error"))
+
+
+def line(r: Result, name_width: int) -> str:
+    """One row of the matrix: the mutant, the level it breaks, its status, the verdict, seconds, and the target
+    clauses that caught it (failed for a must mutant, incompatible for a should one) or why not."""
+    others = [c for c in r.caught_by if c not in r.caught_by_target]
+    how = KILLING_OUTCOME.get(r.breaks, "")
+    shown = ([f"{', '.join(r.caught_by_target)} ({how})"] if r.caught_by_target else []) + (
+        [f"+ {len(others)} other"] if others else [])
+    return (f"{r.name.ljust(name_width)}  {r.breaks:6} {r.status:{STATUS_WIDTH}} {r.verdict:{VERDICT_WIDTH}} "
+            f"{r.seconds:6.1f}  {'; '.join(shown) or r.detail}")
+
+
+def header(name_width: int) -> str:
+    return (f"{'mutant'.ljust(name_width)}  {'breaks':6} {'status':{STATUS_WIDTH}} {'verdict':{VERDICT_WIDTH}} "
+            f"{'s':>6}  caught by (the target clauses and how; then the other clauses that failed)")
+
+
 def print_matrix(results: list[Result]) -> None:
     width = max(len(r.name) for r in results)
-    print(f"\n{'mutant'.ljust(width)}  {'breaks':6} {'status':9} {'verdict':15} {'s':>6}  "
-          "caught by (target clauses first)")
+    print("\n" + header(width))
     for r in results:
-        others = [c for c in r.caught_by if c not in r.caught_by_target]
-        shown = r.caught_by_target + ([f"+ {len(others)} other"] if others else [])
-        print(f"{r.name.ljust(width)}  {r.breaks:6} {r.status:9} {r.verdict:15} {r.seconds:6.1f}  "
-              f"{', '.join(shown) or r.detail}")
+        print(line(r, width))
     killed = sum(r.status == "killed" for r in results)
     print(f"\n{killed}/{len(results)} mutants killed; "
           f"{sum(len(r.caught_by) for r in results)} clause failures in all")
@@ -140,8 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    width = max(len(m.name) for m in chosen)
+    print(f"certifying {len(chosen)} mutants, {max(1, args.jobs)} at a time; a line as each ends", flush=True)
+    counter = len(f"[{len(chosen)}/{len(chosen)}] ")
+    print(" " * counter + header(width), flush=True)
+    done: dict[str, Result] = {}
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = list(pool.map(lambda m: certify(m, out, extra), chosen))
+        futures = [pool.submit(certify, m, out, extra) for m in chosen]
+        for k, future in enumerate(as_completed(futures), 1):
+            r = future.result()
+            done[r.name] = r
+            print(f"[{k}/{len(chosen)}]".ljust(counter) + line(r, width), flush=True)
+    results = [done[m.name] for m in chosen]  # the matrix in catalog order
     print_matrix(results)
     elapsed = round(time.monotonic() - started, 1)
     matrix = {"mutants": [asdict(r) for r in results], "seconds": elapsed,
