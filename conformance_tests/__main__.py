@@ -3,6 +3,7 @@
     certify [pytest args...]      run the conformance suite against a backend (exit codes: exitcodes.py)
     clauses [args...]             list / show the spec's clauses (conformance_tests.spec_cli)
     report [render|summary|diff]  work with report files (conformance_tests.report.cli)
+    site REPORT.json... --out DIR a static results site over many reports (conformance_tests.report.site)
 
 Examples::
 
@@ -190,10 +191,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                "--expectations, --strict-expectations, --report-dir, -k, -x); `certify --help` lists the kit's "
                "options and exit codes first.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{certify,clauses,report}")
+    sub = parser.add_subparsers(dest="command", metavar="{certify,clauses,report,site}")
     sub.add_parser("certify", help="certify a backend (runs the conformance suite under pytest)", add_help=False)
     sub.add_parser("clauses", help="list or show spec clauses", add_help=False)
     sub.add_parser("report", help="render, summarize or diff reports", add_help=False)
+    sub.add_parser("site", help="build a static results site from report.json files", add_help=False)
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0 if argv else 2
@@ -208,9 +210,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _delegate("conformance_tests.spec_cli", rest)
         if command == "report":
             return _delegate("conformance_tests.report.cli", rest)
+        if command == "site":
+            return _delegate("conformance_tests.report.site", rest)
     except ModuleNotFoundError as exc:  # the kit or a dependency is not installed in this Python
         return _missing(exc.name or str(exc))
-    print(f"push-cache-kit: unknown command {command!r} (choose certify, clauses or report)", file=sys.stderr)
+    print(f"push-cache-kit: unknown command {command!r} (choose certify, clauses, report or site)", file=sys.stderr)
     return exitcodes.USAGE_ERROR
 
 
