@@ -21,11 +21,7 @@ import time
 from collections.abc import Sequence
 
 from . import exitcodes
-
-#: arguments every certification run gets (the per-test timeout can be overridden by a later --timeout)
-CERTIFY_ARGS = ["-p", "conformance_tests.plugin", "--pyargs", "conformance_tests.suite", "-p", "no:cacheprovider",
-                "--timeout=60", "--timeout-method=signal", "--tb=short"]
-
+from .invocation import CERTIFY_ARGS, pytest_argv
 
 #: how long the certify program waits for threads a backend left running before it exits without them
 THREAD_GRACE_S = 2.0
@@ -86,7 +82,7 @@ def certify(args: Sequence[str]) -> int:
     root = Path(conformance_tests.__file__).resolve().parent.parent
     result = exitcodes.RunResult()  # the plugin fills it in: the kit's own exit code, beside pytest's
     try:
-        argv = [*CERTIFY_ARGS, f"--rootdir={root}", *args, *_explore_seed(args)]
+        argv = pytest_argv(str(root), [*args, *_explore_seed(args)])
         ret = int(pytest.main(argv, plugins=[result, _one_line_usage()]))
     except KeyboardInterrupt:
         print("push-cache-kit: interrupted before the run could report", file=sys.stderr)
@@ -214,6 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _delegate("conformance_tests.report.site", rest)
     except ModuleNotFoundError as exc:  # the kit or a dependency is not installed in this Python
         return _missing(exc.name or str(exc))
+    except BrokenPipeError:  # `push-cache-kit clauses | head`: the reader left; nothing more to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     print(f"push-cache-kit: unknown command {command!r} (choose certify, clauses, report or site)", file=sys.stderr)
     return exitcodes.USAGE_ERROR
 

@@ -4,6 +4,7 @@ leaves for them."""
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import socket
 import time
@@ -14,7 +15,9 @@ import pytest
 from hypothesis import settings
 
 from . import exitcodes
+from .invocation import certify_args
 from .profiles import CERTIFY_EXAMPLES
+from .reproducible import run_versions
 from .rows import plain, printable
 from .selection import WHY_DESELECTED, WHY_NOT_RUN, selection_problems
 
@@ -77,12 +80,6 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
     ctx = state.run
     b = ctx.backend
     try:
-        import numpy
-
-        numpy_version = numpy.__version__
-    except Exception:  # noqa: BLE001  # pragma: no cover
-        numpy_version = None
-    try:
         from importlib.metadata import version
 
         suite_version = version("push-cache-conformance")
@@ -95,7 +92,7 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
         "spec": {"version": ctx.release, "sha256": ctx.spec.sha256, "path": str(ctx.spec.path)},
         "backend": {"name": backend_display_name(b), "version": str(getattr(b, "version", "?")),
                     "spec": ctx.target, "capabilities": dict(ctx.caps)},
-        "environment": {"python": platform.python_version(), "numpy": numpy_version,
+        "environment": {"python": platform.python_version(), **run_versions(),
                         "platform": platform.platform(), "hostname": socket.gethostname()},
         "run": {
             "started": state.started.isoformat(timespec="seconds"),
@@ -105,8 +102,10 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             "expectations": {"path": exp.path if exp else None, "sha256": exp.sha256 if exp else None,
                              "strict": state.strict},
             "argv": list(config.invocation_params.args),
+            "certify_args": certify_args(config.invocation_params.args),
             "push_calls": rows.push_calls,
             "distinct_layouts": len(rows.layouts),
+            "layouts_sha256": hashlib.sha256("\n".join(sorted(rows.layouts)).encode()).hexdigest(),
             "passing_push_features": rows.passing_push_features,
             "isolation": state.isolation,
             # the first process, then one per loss (summed over pytest-xdist workers, which each start their own)

@@ -8,6 +8,7 @@ import hashlib
 import json
 from typing import Any
 
+import hypothesis
 import pytest
 from hypothesis import settings
 
@@ -17,6 +18,7 @@ from .deadlines import Deadlines
 from .exitcodes import RunResult
 from .expectations import ExpectationsError, load_expectations
 from .finish import backend_display_name, folder_release, full_folder
+from .reproducible import GenerationNotPinned, pin_generation
 from .resolution import (
     IN_PROCESS_BY_DEFAULT,
     BackendError,
@@ -32,6 +34,10 @@ from .state import RunState
 def start_run(config: pytest.Config, result: RunResult) -> RunState:
     """The run state for ``config``: every input checked, or a pytest.UsageError of one line."""
     state = RunState(config, result)
+    try:
+        pin_generation()
+    except GenerationNotPinned as exc:
+        raise pytest.UsageError(str(exc)) from None
     profile = config.getoption("hypothesis_profile", None)
     if profile:
         try:
@@ -145,7 +151,7 @@ class Startup:
             f"push_cache capabilities: {caps}",
             f"push_cache spec: release {run.release} of {run.spec.version} "
             f"(sha256 {run.spec.sha256[:12]}, {run.spec.path})",
-            f"push_cache hypothesis: profile {state.profile}, seed {seed}",
+            f"push_cache hypothesis: {hypothesis.__version__}, profile {state.profile}, seed {seed}",
             "push_cache expectations: "
             + (f"{exp.path} (sha256 {(exp.sha256 or '')[:12]}, {len(exp.active)} active, {len(exp.expired)} expired)"
                if exp else ("none (--strict-expectations)" if state.strict else "none")),

@@ -1,6 +1,6 @@
-"""`python -m conformance_tests report render|summary|diff`: work on report.json files.
+"""`python -m conformance_tests report render|summary|diff|verify`: work on report.json files.
 
-Exit codes: 0 fine; 1 `diff` found a regression; 2 bad input (one line on stderr).
+Exit codes: 0 fine; 1 `diff` found a regression, or `verify` a difference; 2 bad input (one line on stderr).
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
     diff.add_argument("before", type=Path, metavar="A.json")
     diff.add_argument("after", type=Path, metavar="B.json")
     diff.add_argument("--json", action="store_true", help="print the differences as JSON")
+    verify = sub.add_parser("verify", help="run again the certification a report describes; VERIFIED when the "
+                                           "verdict and every row agree, else each difference (exit 1)")
+    verify.add_argument("report", type=Path, metavar="REPORT_JSON")
+    verify.add_argument("--out", type=Path, default=None,
+                        help="keep the re-run's reports in this folder (default: a temporary one)")
+    verify.add_argument("--json", action="store_true", help="print the verification as JSON")
     return parser
 
 
@@ -133,13 +139,19 @@ def _diff(args: argparse.Namespace) -> int:
     return 1 if diff["regression"] else 0
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from . import verify
+
+    return verify.main(args.report, args.out, args.json)
+
+
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """Run one report subcommand; returns the exit code (argparse usage errors also give 2)."""
     try:
         args = _parser(prog).parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
-    handlers = {"render": _render, "summary": _summary, "diff": _diff}
+    handlers = {"render": _render, "summary": _summary, "diff": _diff, "verify": _verify}
     try:
         return handlers[args.command](args)
     except ReportError as exc:

@@ -19,11 +19,22 @@ from tests.helpers.install import install_kit
 pytestmark = pytest.mark.xdist_group("test_readme_commands")
 
 
-def _table_commands() -> list[str]:
+def _table_rows() -> list[tuple[str, str]]:
+    """(command, what the row says of it) for each ``push-cache-kit`` row of the "Other commands" table."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text[text.index("## Other commands"):]
     section = section[:section.index("\n## ", 4)]
-    return re.findall(r"^\| `(push-cache-kit [^`]+)` \|", section, re.M)
+    return re.findall(r"^\| `(push-cache-kit [^`]+)` \| (.*) \|$", section, re.M)
+
+
+def _table_commands() -> list[str]:
+    return [command for command, _ in _table_rows()]
+
+
+def _said_to_print(command: str) -> list[str]:
+    """What the README says the command prints: each `...` after "prints" in its row."""
+    said = dict(_table_rows())[command]
+    return [m for part in said.split("prints ")[1:] for m in re.findall(r"`([^`]+)`", part.split(";")[0])]
 
 
 def _env(bin_dir: Path) -> dict[str, str]:
@@ -55,6 +66,16 @@ def test_each_command_runs_as_written(installed, command):
     work, env = installed
     proc = subprocess.run(shlex.split(command), cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip(), proc.stdout[-1500:] + proc.stderr[-1500:]
+    # a row that says what the command prints is held to it (the failure branch of verify cannot show here)
+    printed = [word for word in _said_to_print(command) if not word.startswith("NOT ")]
+    missing = [word for word in printed if word not in proc.stdout]
+    assert not missing, (command, missing, proc.stdout[:800])
+
+
+def test_new_commands_say_what_they_print():
+    """The table's report and site commands each say what they print, so the check above holds them to it."""
+    quiet = [c for c in _table_commands() if c.split()[1] in ("report", "site") and not _said_to_print(c)]
+    assert not quiet, quiet
 
 
 def test_a_bad_option_is_one_line_and_exit_2(installed):
