@@ -10,8 +10,9 @@ blocking failure exits 1: a defect found is a defect, however few tests ran.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 CERTIFIED = 0
 NOT_CERTIFIED = 1
@@ -50,6 +51,22 @@ EXIT_CODES: tuple[ExitCode, ...] = (
 )
 
 BY_CODE = {e.code: e for e in EXIT_CODES}
+
+#: the exit code of each verdict kind (reports/README.md, "The verdict")
+BY_VERDICT_KIND = {
+    "certified": CERTIFIED,
+    "certified_with_waivers": CERTIFIED_WITH_WAIVERS,
+    "partial": PARTIAL,
+    "not_certified": NOT_CERTIFIED,
+}
+
+
+def for_verdict(verdict: Mapping[str, Any]) -> int:
+    """The exit code a report's verdict gives (``certify``, and ``report merge`` for the report it makes)."""
+    kind = verdict.get("kind")
+    if kind is None:  # a verdict without a kind (a fallback): judge by the label
+        kind = "certified" if verdict.get("certified") else "not_certified"
+    return BY_VERDICT_KIND.get(str(kind), NOT_CERTIFIED)
 
 
 def markdown_table() -> str:
