@@ -126,8 +126,8 @@ def certify_help() -> int:
         description="Certify a push_cache backend: run the conformance suite under pytest and write "
                     "reports/<backend>/ (a partial run writes reports/<backend>.partial/).",
         epilog="exit codes:\n" + exitcodes.text_table()
-               + "\nEvery other option is pytest's (listed below); -k, -m, --deselect, --clauses, test paths or a "
-                 "custom --spec make the run PARTIAL.",
+               + "\nEvery other option is pytest's (listed below); -k, -m, --deselect, --clauses, --shard, test paths "
+                 "or a custom --spec make the run PARTIAL.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
     )

@@ -4,7 +4,6 @@ leaves for them."""
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import socket
 import time
@@ -17,9 +16,10 @@ from hypothesis import settings
 from . import exitcodes
 from .invocation import certify_args
 from .profiles import CERTIFY_EXAMPLES
-from .reproducible import run_versions
+from .reproducible import layouts_sha256, run_versions
 from .rows import plain, printable
 from .selection import WHY_DESELECTED, WHY_NOT_RUN, selection_problems
+from .shards import shard_reason
 
 if TYPE_CHECKING:
     from .spec import Spec
@@ -105,13 +105,16 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             "certify_args": certify_args(config.invocation_params.args),
             "push_calls": rows.push_calls,
             "distinct_layouts": len(rows.layouts),
-            "layouts_sha256": hashlib.sha256("\n".join(sorted(rows.layouts)).encode()).hexdigest(),
+            "layouts_sha256": layouts_sha256(rows.layouts),
             "passing_push_features": rows.passing_push_features,
             "isolation": state.isolation,
             # the first process, then one per loss (summed over pytest-xdist workers, which each start their own)
             "backend_processes": 1 + rows.restarts if state.isolation == "process" else None,
             "max_time_s": state.max_time or None,
             "out_of_time": state.out_of_time,
+            # a count of distinct layouts cannot be added up over shards: a shard report carries the layouts
+            # themselves, so that `report merge` counts their union (report/merge.py)
+            **({"layout_keys": sorted(rows.layouts)} if state.shard is not None else {}),
         },
     })
 
@@ -171,6 +174,9 @@ def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict
     if not_run:
         reasons.append(f"{len(not_run)} selected test(s) not run")
         left_out += [{"id": n, "why": WHY_NOT_RUN} for n in not_run]
+    shard = shard_section(state)
+    if shard is not None:
+        reasons.append(shard["reason"])
     return {
         "full": not reasons and not left_out,
         "reasons": reasons,
@@ -179,21 +185,28 @@ def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict
         "interrupted": interrupted,
         "spec": {"path": str(spec.path), "sha256": spec.sha256, "packaged_sha256": state.packaged_sha256,
                  "packaged": not custom},
+        **({"shard": shard} if shard is not None else {}),
     }
+
+
+def shard_section(state: State) -> dict[str, Any] | None:
+    """``completeness.shard`` of a shard run (None for any other run): which part it ran, the whole selection
+    in collection order and the shard of each of its tests, and the reason it added (report/merge.py takes the
+    reason out again)."""
+    shard = state.shard
+    if shard is None:
+        return None
+    mine = sum(1 for k in state.shard_assigned if k == shard.index)
+    return {"index": shard.index, "count": shard.count, "selection": list(state.shard_selection),
+            "assigned": list(state.shard_assigned),
+            "reason": shard_reason(shard, mine, len(state.shard_selection))}
 
 
 def exit_code_for(verdict: dict[str, Any], report_problem: str | None) -> int:
     """The kit's exit code for a finished session (see conformance_tests/exitcodes.py)."""
     if report_problem:
         return exitcodes.INTERNAL_ERROR
-    kind = verdict.get("kind")
-    if kind is None:  # a verdict without a kind (a fallback): judge by the label
-        kind = "certified" if verdict.get("certified") else "not_certified"
-    return {
-        "certified": exitcodes.CERTIFIED,
-        "certified_with_waivers": exitcodes.CERTIFIED_WITH_WAIVERS,
-        "partial": exitcodes.PARTIAL,
-    }.get(kind, exitcodes.NOT_CERTIFIED)
+    return exitcodes.for_verdict(verdict)
 
 
 def expectations_input(state: State) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from . import profiles  # noqa: F401 - registers the hypothesis profiles
-from .collection import FAMILY_MARK, Collection
+from .collection import FAMILY_MARK, Collection, ShardFilter
 from .context import RunContext
 from .exitcodes import RunResult
 from .finish import Finish
@@ -51,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     result = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, RunResult)), RunResult())
     state = start_run(config, result)
     config.stash[STATE] = state
-    for concern in (Startup, SmokeCheck, Collection, TestPhases, Finish):
+    for concern in (Startup, SmokeCheck, Collection, ShardFilter, TestPhases, Finish):
         config.pluginmanager.register(concern(state), f"push_cache_{concern.__name__.lower()}")
 
 

@@ -10,6 +10,9 @@ kit turns that pool off: generation then depends only on the test, the profile, 
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
+
 import hypothesis
 
 
@@ -62,3 +65,8 @@ def run_versions() -> dict[str, str | None]:
         except PackageNotFoundError:  # pragma: no cover - the kit's own dependencies
             out[name] = None
     return out
+
+
+def layouts_sha256(layouts: Iterable[str]) -> str:
+    """The fingerprint of what a run drew: sha256 of its distinct layouts, sorted (one per line)."""
+    return hashlib.sha256("\n".join(sorted(set(layouts))).encode()).hexdigest()

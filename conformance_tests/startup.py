@@ -27,6 +27,7 @@ from .resolution import (
     resolve_backend,
 )
 from .rows import printable
+from .shards import parse_shard
 from .spec import SpecError, default_spec_path, load_spec
 from .state import RunState
 
@@ -56,6 +57,12 @@ def start_run(config: pytest.Config, result: RunResult) -> RunState:
     state.max_time = float(config.getoption("max_time") or 0.0)
     if state.max_time < 0:
         raise pytest.UsageError(f"--max-time {state.max_time:g}: a number of seconds, 0 for no budget")
+    shard = config.getoption("shard")
+    if shard is not None:
+        try:
+            state.shard = parse_shard(shard)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--shard {shard}: {exc}") from None
     try:
         spec = load_spec(config.getoption("pc_spec"))
     except SpecError as exc:

@@ -178,6 +178,7 @@ def completeness_section(completeness: Mapping[str, Any] | None) -> dict[str, An
         "left_out": left_out,
         "interrupted": c.get("interrupted"),
         "spec": c.get("spec"),
+        **({"shard": c["shard"]} if c.get("shard") is not None else {}),
     }
 
 
