@@ -113,6 +113,7 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             "backend_processes": 1 + rows.restarts if state.isolation == "process" else None,
             "max_time_s": state.max_time or None,
             "out_of_time": state.out_of_time,
+            "reruns": state.reruns,
         },
     })
 
@@ -124,7 +125,7 @@ def clause_rows(state: State) -> list[dict[str, Any]]:
 
 
 def fallback_verdict(rows: list[dict[str, Any]], clauses: list[dict[str, Any]]) -> dict[str, Any]:
-    blocking = sorted({c for r in rows if r["level"] in ("must", "may") and r["outcome"] in ("failed", "error")
+    blocking = sorted({c for r in rows if r["level"] in ("must", "may") and r["outcome"] in ("failed", "error", "flaky")
                        for c in r["clauses"]})
     return {"certified": False, "label": "NOT CERTIFIED" if blocking else "PARTIAL",
             "kind": "not_certified" if blocking else "partial", "blocking": blocking}
@@ -261,11 +262,19 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
         tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))
     else:
         tr.write_line("uncovered clauses: not computed (this run selects a subset of the suite)")
-    incompatible = [r["id"] for r in state.rows.finished() if r["outcome"] == "incompatible"]
+    finished = state.rows.finished()
+    incompatible = [r for r in finished if r["outcome"] == "incompatible"]
     if incompatible:
         tr.write_line(f"incompatible (should-level, not blocking): {len(incompatible)} test(s)")
-        for n in incompatible[:50]:
-            tr.write_line(f"  {n}: {summary_line(state.rows.by_id[n]['message'])}"[:300])
+        for r in incompatible[:50]:
+            tr.write_line(f"  {r['id']}: {summary_line(r['message'])}"[:300])
+    flaky = [r for r in finished if r["outcome"] == "flaky"]
+    if flaky:
+        tr.write_line(f"flaky (failed, then passed when run again; blocking at must and may level): {len(flaky)} "
+                      "test(s)", yellow=True)
+        for r in flaky[:50]:
+            tries = " -> ".join(a["outcome"] for a in r.get("attempts") or []) or "hypothesis replayed it"
+            tr.write_line(f"  {r['id']} ({r['level']}; {tries}): {summary_line(r['message'])}"[:300])
     exp = state.expectations
     if exp is not None:
         unmatched = exp.unmatched()
