@@ -25,8 +25,10 @@ from .invocation import CERTIFY_ARGS, pytest_argv
 
 #: how long the certify program waits for threads a backend left running before it exits without them
 THREAD_GRACE_S = 2.0
-#: the modules the kit imports from its dependencies (pyproject's [project] dependencies; a self-test compares)
-RUNTIME_MODULES = ("numpy", "yaml", "jsonschema", "pytest", "hypothesis", "pytest_timeout", "jinja2")
+#: the modules the kit needs from its dependencies (pyproject's [project] dependencies; a self-test compares):
+#: pytest_rerunfailures is a pytest plugin pytest loads itself, for certify --reruns N
+RUNTIME_MODULES = ("numpy", "yaml", "jsonschema", "pytest", "hypothesis", "pytest_timeout", "pytest_rerunfailures",
+                   "jinja2")
 
 
 def missing_dependency() -> str | None:
@@ -127,7 +129,9 @@ def certify_help() -> int:
                     "reports/<backend>/ (a partial run writes reports/<backend>.partial/).",
         epilog="exit codes:\n" + exitcodes.text_table()
                + "\nEvery other option is pytest's (listed below); -k, -m, --deselect, --clauses, --shard, test paths "
-                 "or a custom --spec make the run PARTIAL.",
+                 "or a custom --spec make the run PARTIAL. --reruns N (pytest-rerunfailures) runs a failed test up to N "
+                 "times more: one that then passes is flaky, and a flaky must or may test blocks certification as a "
+                 "failure does.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
     )

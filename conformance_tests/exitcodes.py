@@ -31,9 +31,11 @@ class ExitCode(NamedTuple):
 
 EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(CERTIFIED, "CERTIFIED",
-             "certified: a full run, nothing waived at must level, no must or may test failed or errored"),
+             "certified: a full run, nothing waived at must level, no must or may test failed, errored or was "
+             "flaky"),
     ExitCode(NOT_CERTIFIED, "NOT_CERTIFIED",
-             "not certified: a must or may test failed or errored, or a must clause has no passing test "
+             "not certified: a must or may test failed, errored or was flaky (failed, then passed when run "
+             "again), or a must clause has no passing test "
              "(untested, or all its tests waived or skipped); also a partial run that found such a failure"),
     ExitCode(USAGE_ERROR, "USAGE_ERROR",
              "usage or input error: bad option, unknown backend, bad spec or expectations file, "

@@ -115,6 +115,7 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             # a count of distinct layouts cannot be added up over shards: a shard report carries the layouts
             # themselves, so that `report merge` counts their union (report/merge.py)
             **({"layout_keys": sorted(rows.layouts)} if state.shard is not None else {}),
+            "reruns": state.reruns,
         },
     })
 
@@ -126,7 +127,7 @@ def clause_rows(state: State) -> list[dict[str, Any]]:
 
 
 def fallback_verdict(rows: list[dict[str, Any]], clauses: list[dict[str, Any]]) -> dict[str, Any]:
-    blocking = sorted({c for r in rows if r["level"] in ("must", "may") and r["outcome"] in ("failed", "error")
+    blocking = sorted({c for r in rows if r["level"] in ("must", "may") and r["outcome"] in ("failed", "error", "flaky")
                        for c in r["clauses"]})
     return {"certified": False, "label": "NOT CERTIFIED" if blocking else "PARTIAL",
             "kind": "not_certified" if blocking else "partial", "blocking": blocking}
@@ -273,11 +274,19 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
         tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))
     else:
         tr.write_line("uncovered clauses: not computed (this run selects a subset of the suite)")
-    incompatible = [r["id"] for r in state.rows.finished() if r["outcome"] == "incompatible"]
+    finished = state.rows.finished()
+    incompatible = [r for r in finished if r["outcome"] == "incompatible"]
     if incompatible:
         tr.write_line(f"incompatible (should-level, not blocking): {len(incompatible)} test(s)")
-        for n in incompatible[:50]:
-            tr.write_line(f"  {n}: {summary_line(state.rows.by_id[n]['message'])}"[:300])
+        for r in incompatible[:50]:
+            tr.write_line(f"  {r['id']}: {summary_line(r['message'])}"[:300])
+    flaky = [r for r in finished if r["outcome"] == "flaky"]
+    if flaky:
+        tr.write_line(f"flaky (failed, then passed when run again; blocking at must and may level): {len(flaky)} "
+                      "test(s)", yellow=True)
+        for r in flaky[:50]:
+            tries = " -> ".join(a["outcome"] for a in r.get("attempts") or []) or "hypothesis replayed it"
+            tr.write_line(f"  {r['id']} ({r['level']}; {tries}): {summary_line(r['message'])}"[:300])
     exp = state.expectations
     if exp is not None:
         unmatched = exp.unmatched()

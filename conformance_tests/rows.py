@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .attempts import attempt_index, clear, settled, snapshot
 from .push_features import merge_stats
 
 #: the user property that carries a phase's row data
@@ -38,11 +39,16 @@ def printable(value: Any) -> Any:
     return value
 
 
-def phase_outcome(rep: Any, level: str, message: str | None, setup_error: bool) -> tuple[str | None, str | None]:
-    """(outcome, message) this phase decides for the row, or (None, None) when it decides nothing."""
+def phase_outcome(rep: Any, level: str, message: str | None, setup_error: bool,
+                  flaky: bool = False) -> tuple[str | None, str | None]:
+    """(outcome, message) this phase decides for the row, or (None, None) when it decides nothing; ``flaky``: the
+    call failed, and passed when hypothesis ran its failing example again (at every level: the level decides
+    later whether it blocks)."""
     wasxfail = getattr(rep, "wasxfail", None)
     if rep.when == "call" and rep.failed and setup_error:
         return "error", f"setup error (not a verdict): {message or ''}"
+    if rep.when == "call" and rep.failed and flaky and wasxfail is None:
+        return "flaky", message
     if rep.when == "call" and rep.failed and level == "should" and wasxfail is None:
         return "incompatible", message
     if rep.when == "setup":
@@ -121,9 +127,17 @@ class Rows:
         self.unexpected_passes: list[str] = []
         #: tests whose process died before the test said which clauses it checks (the run cannot be full)
         self.without_clauses: list[str] = []
+        #: under certify --reruns: each test's finished attempts, oldest first, and the attempt now folding
+        self.attempts: dict[str, list[dict[str, Any]]] = {}
+        self.attempt_of: dict[str, int] = {}
+
+    def row(self, nodeid: str) -> dict[str, Any]:
+        """The test's row as the report shows it (a re-run test's settled from its attempts: attempts.py)."""
+        return settled(self.by_id[nodeid], self.attempts.get(nodeid))
 
     def finished(self) -> list[dict[str, Any]]:
-        return [self.by_id[n] for n in self.order if self.by_id[n]["outcome"] is not None]
+        rows = [self.row(n) for n in self.order]
+        return [r for r in rows if r["outcome"] is not None]
 
     def add(self, rep: Any) -> dict[str, Any]:
         """Fold one phase's report into its row; returns the row."""
@@ -133,6 +147,7 @@ class Rows:
             row = new_row(rep.nodeid, (data or {}).get("meta"))
             self.by_id[rep.nodeid] = row
             self.order.append(rep.nodeid)
+        self._next_attempt(row, rep, (data or {}).get("meta"))
         row["duration_s"] += float(getattr(rep, "duration", 0.0) or 0.0)
         if data is None:
             # pytest-xdist's report for a test whose worker died: the test never finished
@@ -162,3 +177,24 @@ class Rows:
             elif row["outcome"] in JUDGED and counts.get("last_push"):
                 row["push"] = counts["last_push"]
         return row
+
+    def _next_attempt(self, row: dict[str, Any], rep: Any, meta: dict[str, Any] | None) -> None:
+        """Where a report starts the test's next attempt (certify --reruns), keep what the last one decided and
+        fold the new one into a clear row."""
+        index = attempt_index(rep)
+        if index is None:
+            return
+        nodeid = rep.nodeid
+        last = self.attempt_of.setdefault(nodeid, index)
+        if index == last:
+            return
+        self.attempt_of[nodeid] = index
+        if row["outcome"] is not None:
+            self.attempts.setdefault(nodeid, []).append(snapshot(row))
+        clear(row)
+        if meta and not row["clauses"]:
+            # the last attempt's process died before it said what the test checks; this one says it
+            row.update({k: v for k, v in new_row(nodeid, meta).items() if k in ("clauses", "level", "params",
+                                                                                  "expected", "waiver")})
+            if nodeid in self.without_clauses:
+                self.without_clauses.remove(nodeid)

@@ -63,6 +63,7 @@ def start_run(config: pytest.Config, result: RunResult) -> RunState:
             state.shard = parse_shard(shard)
         except ValueError as exc:
             raise pytest.UsageError(f"--shard {shard}: {exc}") from None
+    state.reruns = reruns(config)
     try:
         spec = load_spec(config.getoption("pc_spec"))
     except SpecError as exc:
@@ -112,6 +113,21 @@ def start_run(config: pytest.Config, result: RunResult) -> RunState:
             raise pytest.UsageError(f"reports cannot be written: {problem} (use --report-dir DIR or --no-reports)")
         state.full_dir = full_dir
     return state
+
+
+#: pytest-rerunfailures' options that say how often a failed test runs again (it checks only that they are ints)
+RERUN_OPTIONS = (("reruns", "--reruns"), ("force_reruns", "--force-reruns"))
+
+
+def reruns(config: pytest.Config) -> int | None:
+    """How many times a failed test runs again (certify --reruns N; pytest-rerunfailures runs them), None when
+    failed tests are not re-run. A negative count would silently mean "never": it is refused."""
+    values = {dest: config.getoption(dest, None) for dest, _ in RERUN_OPTIONS}
+    for dest, flag in RERUN_OPTIONS:
+        if values[dest] is not None and values[dest] < 0:
+            raise pytest.UsageError(f"{flag} {values[dest]}: how many times a failed test runs again (0 or more)")
+    # as the plugin reads them: --force-reruns over --reruns
+    return values["force_reruns"] if values["force_reruns"] is not None else values["reruns"]
 
 
 def open_backend(config: pytest.Config, deadlines: Deadlines) -> tuple[Any, str, str]:

@@ -63,6 +63,8 @@ class RunState:
         self.is_worker = hasattr(config, "workerinput")  # a pytest-xdist worker: the controller writes the reports
         self.isolation = "off"
         self.max_time = DEFAULT_MAX_TIME_S
+        #: certify --reruns N: how many times a failed test runs again (None: never; see attempts.py)
+        self.reruns: int | None = None
         self.out_of_time: str | None = None
 
     def uncovered(self) -> list[str]:

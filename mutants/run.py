@@ -25,10 +25,11 @@ from conformance_tests.report.model import LABEL_KIND
 from conformance_tests.spec import load_spec
 from mutants.catalog import MUTANTS, Mutant
 
-CAUGHT = {"failed", "incompatible"}
+CAUGHT = {"failed", "flaky", "incompatible"}
 LEVELS = ("must", "should")
-# the clause outcome that counts as a kill, by the level the mutant breaks (a should clause never "fails")
-KILLING_OUTCOME = {"must": "failed", "should": "incompatible"}
+# the clause outcomes that count as a kill, by the level the mutant breaks (a should clause never "fails"; a flaky
+# must clause blocks the verdict as a failed one does)
+KILLING_OUTCOMES = {"must": ("failed", "flaky"), "should": ("incompatible",)}
 
 
 @dataclass
@@ -89,8 +90,8 @@ def judge(mutant: Mutant, report: dict[str, Any], result: Result) -> None:
     result.verdict = report["verdict"]["label"]
     result.caught_by = sorted(c["id"] for c in report["clauses"] if c["outcome"] in CAUGHT)
     outcomes = {c["id"]: c["outcome"] for c in report["clauses"]}
-    killing = KILLING_OUTCOME[mutant.breaks]
-    result.caught_by_target = [t for t in mutant.targets if outcomes.get(t) == killing]
+    killing = KILLING_OUTCOMES[mutant.breaks]
+    result.caught_by_target = [t for t in mutant.targets if outcomes.get(t) in killing]
     blocked = result.verdict.startswith("NOT CERTIFIED")
     if result.caught_by_target and (mutant.breaks == "should" or blocked):
         result.status = "killed"
@@ -99,7 +100,7 @@ def judge(mutant: Mutant, report: dict[str, Any], result: Result) -> None:
         result.detail = f"{result.caught_by_target} failed, yet the verdict is {result.verdict}"
     elif result.caught_by:
         result.status = "unrelated"
-        result.detail = f"no target {killing}; caught only by other clauses"
+        result.detail = f"no target {' or '.join(killing)}; caught only by other clauses"
     else:
         result.status = "survived"
         result.detail = "no clause failed"
@@ -114,7 +115,7 @@ def line(r: Result, name_width: int) -> str:
     """One row of the matrix: the mutant, the level it breaks, its status, the verdict, seconds, and the target
     clauses that caught it (failed for a must mutant, incompatible for a should one) or why not."""
     others = [c for c in r.caught_by if c not in r.caught_by_target]
-    how = KILLING_OUTCOME.get(r.breaks, "")
+    how = " or ".join(KILLING_OUTCOMES.get(r.breaks, ()))
     shown = ([f"{', '.join(r.caught_by_target)} ({how})"] if r.caught_by_target else []) + (
         [f"+ {len(others)} other"] if others else [])
     return (f"{r.name.ljust(name_width)}  {r.breaks:6} {r.status:{STATUS_WIDTH}} {r.verdict:{VERDICT_WIDTH}} "

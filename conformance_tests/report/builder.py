@@ -10,6 +10,7 @@ from typing import Any
 from .causes import likely_causes
 from .model import (
     BLOCKING_LEVELS,
+    BLOCKING_TEST_OUTCOMES,
     CERTIFIED,
     CERTIFIED_DECLARED,
     CERTIFIED_WITH_WAIVERS,
@@ -98,6 +99,8 @@ def clause_outcome(level: str, outcomes: list[str]) -> str:
     seen = set(outcomes)
     if seen & {"failed", "error"}:
         return "incompatible" if level == "should" else "failed"
+    if "flaky" in seen:  # failed, then passed when run again: at should level, as a should failure is
+        return "incompatible" if level == "should" else "flaky"
     if "incompatible" in seen:
         return "incompatible"
     if "xfailed" in seen:
@@ -218,7 +221,7 @@ def compute_verdict(
     """
     full = completeness_section(completeness)["full"]
     blocking_tests = [
-        t["id"] for t in tests if t["level"] in BLOCKING_LEVELS and t["outcome"] in ("failed", "error")
+        t["id"] for t in tests if t["level"] in BLOCKING_LEVELS and t["outcome"] in BLOCKING_TEST_OUTCOMES
     ]
     blocking_set = set(blocking_tests)
     failing = {cid for t in tests if t["id"] in blocking_set for cid in t["clauses"]}
@@ -254,7 +257,7 @@ def compute_verdict(
     known = {c["id"] for c in clauses}
     blocking += sorted(failing - known)
     should = [c for c in clauses if c["level"] == "should"]
-    tested = [c for c in should if c["outcome"] in ("passed", "failed", "incompatible", "xfailed")]
+    tested = [c for c in should if c["outcome"] in ("passed", "failed", "flaky", "incompatible", "xfailed")]
     compatibility = (
         round(sum(1 for c in tested if c["outcome"] == "passed") / len(tested), 6) if tested else None
     )
@@ -281,9 +284,13 @@ def compute_verdict(
 
     reasons: list[str] = []
     failed_n = sum(1 for t in tests if t["id"] in blocking_set and t["outcome"] == "failed")
-    error_n = len(blocking_tests) - failed_n
+    flaky = [t["id"] for t in tests if t["id"] in blocking_set and t["outcome"] == "flaky"]
+    error_n = len(blocking_tests) - failed_n - len(flaky)
     if failed_n:
         reasons.append(f"{failed_n} must/may test(s) failed")
+    if flaky:
+        reasons.append(f"{len(flaky)} must/may test(s) flaky: failed, then passed when run again (a flaky test blocks "
+                       "as a failure does)")
     if error_n:
         reasons.append(f"{error_n} must/may test(s) ended in error")
     if untested:
@@ -310,6 +317,7 @@ def compute_verdict(
         "blocking_tests": blocking_tests,
         "no_passing": no_passing,
         "waived_must_tests": waived_must,
+        "flaky_tests": flaky,
         "compatibility": compatibility,
         "reasons": reasons,
     }
@@ -321,7 +329,7 @@ def blocking_details(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     by_id = {c["id"]: c for c in report["clauses"]}
     failing: dict[str, list[dict[str, Any]]] = {}
     for t in report["tests"]:
-        if t["outcome"] in ("failed", "error"):
+        if t["outcome"] in BLOCKING_TEST_OUTCOMES:
             for cid in t["clauses"]:
                 failing.setdefault(cid, []).append(t)
     causes = report.get("likely_causes") or []

@@ -108,7 +108,8 @@ def format_summary(report: dict[str, Any]) -> str:
         "",
         f"tests: {summary['tests']}",
     ]
-    lines += _table([tuple(TEST_OUTCOMES), tuple(str(summary[o]) for o in TEST_OUTCOMES)])
+    # summary.get: a report written before an outcome existed (flaky) has no count for it
+    lines += _table([tuple(TEST_OUTCOMES), tuple(str(summary.get(o, 0)) for o in TEST_OUTCOMES)])
     counts = dict.fromkeys(CLAUSE_OUTCOMES, 0)
     for clause in report["clauses"]:
         counts[clause["outcome"]] += 1
@@ -116,7 +117,7 @@ def format_summary(report: dict[str, Any]) -> str:
     lines += _table([tuple(CLAUSE_OUTCOMES), tuple(str(counts[o]) for o in CLAUSE_OUTCOMES)])
     blocking = set(verdict["blocking"])
     failing = [
-        c for c in report["clauses"] if c["outcome"] in ("failed", "incompatible") or c["id"] in blocking
+        c for c in report["clauses"] if c["outcome"] in ("failed", "flaky", "incompatible") or c["id"] in blocking
     ]
     lines.append("")
     if failing:
@@ -129,6 +130,12 @@ def format_summary(report: dict[str, Any]) -> str:
         lines += _table(rows)
     else:
         lines.append("failing clauses: none")
+    flaky = [t for t in report["tests"] if t["outcome"] == "flaky"]
+    if flaky:
+        lines += ["", f"flaky tests (failed, then passed when run again): {len(flaky)}"]
+        lines += _table([("test", "level", "attempts")] + [
+            (t["id"], t["level"], " -> ".join(a["outcome"] for a in t.get("attempts") or []) or "hypothesis replay")
+            for t in flaky])
     known = {c["id"] for c in report["clauses"]}
     extra = [cid for cid in verdict["blocking"] if cid not in known]
     if extra:

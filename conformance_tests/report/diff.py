@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-#: How bad an outcome is; 2 and above is a failure (a regression when it appears or worsens).
-SEVERITY = {"failed": 3, "error": 3, "incompatible": 2}
+#: How bad an outcome is; 2 and above is a failure (a regression when it appears or worsens). A flaky test failed
+#: and then passed when run again: it blocks as a failure does, so it weighs as one.
+SEVERITY = {"failed": 3, "error": 3, "flaky": 3, "incompatible": 2}
 FAILING = 2
 #: A failure counts as fixed only when it now passes (not when it is skipped or untested).
 PASSING = frozenset({"passed", "xpassed"})

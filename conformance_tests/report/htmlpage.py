@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 
 from .badge import badge_kind
-from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES, seed_text
+from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES, seed_text
 
 #: how many left-out tests the page lists by name (report.json lists them all)
 LEFT_OUT_SHOWN = 500
@@ -59,7 +59,7 @@ def to_html(report: dict[str, Any]) -> str:
     for clause in report["clauses"]:
         clause_counts[clause["outcome"]] += 1
     anchors = {t["id"]: f"test-{i}" for i, t in enumerate(report["tests"])}
-    failures = [t for t in report["tests"] if t["outcome"] in ("failed", "error", "incompatible")]
+    failures = [t for t in report["tests"] if t["outcome"] in FAILING_TEST_OUTCOMES]
     compat = report["verdict"]["compatibility"]
     kind = badge_kind(report["verdict"])
     verdict_class = {"certified": "ok", "certified_declared": "ok", "certified_with_waivers": "waivers",
@@ -74,6 +74,7 @@ def to_html(report: dict[str, Any]) -> str:
             clause_counts=clause_counts,
             families=_families(report),
             failures=failures,
+            failing_outcomes=FAILING_TEST_OUTCOMES,
             anchors=anchors,
             compatibility="n/a" if compat is None else f"{compat:.1%}",
             verdict_class=verdict_class,

@@ -67,6 +67,8 @@ def _failure_section(title: str, tests: list[dict[str, Any]], note: str, *, show
     for i, t in enumerate(tests[:shown], 1):
         lines += ["", f"### {i}. {_code(t['id'])}", "",
                   f"**{t['outcome']}**, level {t['level']}; clauses " + ", ".join(_code(c) for c in t["clauses"]), ""]
+        if t.get("attempts"):
+            lines += [attempts_line(t["attempts"]), ""]
         lines += _message_block(t.get("message"))
         if i <= repros and t.get("repro"):
             lines += ["", "Reproduction:", ""] + _fence(t["repro"])
@@ -78,6 +80,11 @@ def _failure_section(title: str, tests: list[dict[str, Any]], note: str, *, show
     elif any(t.get("repro") for t in tests[repros:]):
         lines += ["", "index.html has the reproduction of every failure."]
     return lines
+
+
+def attempts_line(attempts: list[dict[str, Any]]) -> str:
+    """A re-run test's attempts in order, e.g. "Attempts: 1 failed, 2 passed"."""
+    return "Attempts: " + ", ".join(f"{i} {a['outcome']}" for i, a in enumerate(attempts, 1))
 
 
 def _causes_section(report: dict[str, Any]) -> list[str]:
@@ -212,6 +219,13 @@ def _markdown(report: dict[str, Any], shown: int, repros: int) -> str:
         shown=shown, repros=repros,
     )
     lines += _failure_section(
+        "Flaky tests",
+        [t for t in tests if t["outcome"] == "flaky"],
+        "Failed (or errored), then passed when run again. A must or may test that is flaky blocks certification as "
+        "a failure does; a should-level one is an incompatibility. The message is the failing attempt's.",
+        shown=min(shown, 20), repros=repros,
+    )
+    lines += _failure_section(
         "Incompatibilities",
         [t for t in tests if t["outcome"] == "incompatible"],
         "Should-level clauses the backend does not meet. They do not block certification.",
@@ -231,7 +245,8 @@ def _markdown(report: dict[str, Any], shown: int, repros: int) -> str:
     lines += _completeness_section(report)
     lines += ["", "## Test outcomes", ""]
     lines += _table(
-        ["tests", *TEST_OUTCOMES], [[str(summary["tests"])] + [str(summary[o]) for o in TEST_OUTCOMES]]
+        # summary.get: a report written before an outcome existed (flaky) has no count for it
+        ["tests", *TEST_OUTCOMES], [[str(summary["tests"])] + [str(summary.get(o, 0)) for o in TEST_OUTCOMES]]
     )
     clause_counts = {o: 0 for o in CLAUSE_OUTCOMES}
     for clause in report["clauses"]:

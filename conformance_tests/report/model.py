@@ -13,6 +13,7 @@ SCHEMA_VERSION = 1
 TEST_OUTCOMES = (
     "passed",
     "failed",
+    "flaky",
     "incompatible",
     "xfailed",
     "xpassed",
@@ -24,6 +25,7 @@ TEST_OUTCOMES = (
 #: Outcomes of one clause, from the worst to the least informative.
 CLAUSE_OUTCOMES = (
     "failed",
+    "flaky",
     "incompatible",
     "xfailed",
     "passed",
@@ -53,6 +55,12 @@ LABEL_KIND = {
     NOT_CERTIFIED_ERRORS: "not_certified",
     NOT_CERTIFIED_PARTIAL: "not_certified",
 }
+
+#: outcomes of a must or may test that block certification: a violation, a test that could not run properly, and
+#: a test that failed and then passed when run again (a certification is not a lottery)
+BLOCKING_TEST_OUTCOMES = ("failed", "error", "flaky")
+#: outcomes of a test that found the backend wrong, at any level (a should-level one does not block)
+FAILING_TEST_OUTCOMES = ("failed", "error", "flaky", "incompatible")
 
 #: outcomes that count as "this test passed" when asking whether a must clause has a passing test
 PASSING_TEST_OUTCOMES = frozenset({"passed", "xpassed"})

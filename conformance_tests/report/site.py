@@ -45,13 +45,17 @@ from .model import CLAUSE_OUTCOMES, LEVELS
 from .schema import ReportError, load_report
 
 TEMPLATES = Path(__file__).with_name("templates")
+#: clause outcomes an implementation's page lists as failing in its newest run
+FAILING_CLAUSE_OUTCOMES = ("failed", "flaky", "incompatible")
+#: clause outcomes the grid's summary counts as failed (the blocking ones)
+FAILED_CLAUSE_OUTCOMES = ("failed", "flaky")
 #: the generator named in site.json; a folder whose site.json names it may be replaced by a new build
 GENERATOR = "push_cache conformance site"
 #: the outcome of a clause the newest run's report does not list (a run of another release)
 ABSENT = "absent"
 CELL_OUTCOMES = (*CLAUSE_OUTCOMES, ABSENT)
 #: one short sign per cell outcome (the colour says it too; the legend names them)
-SIGNS = {"passed": "✓", "failed": "✗", "incompatible": "≠", "xfailed": "x", "not_supported": "–",
+SIGNS = {"passed": "✓", "failed": "✗", "flaky": "≈", "incompatible": "≠", "xfailed": "x", "not_supported": "–",
          "skipped": "s", "untested": "·", ABSENT: " "}
 #: shields.io's named colours, as the badge page shows them
 BADGE_HEX = {"brightgreen": "#4c1", "yellowgreen": "#a4a61d", "yellow": "#dfb317", "lightgrey": "#9f9f9f",
@@ -308,14 +312,15 @@ def _pages(impls: list[Implementation], spec: Spec) -> dict[str, str]:
         deviation_cols={col.id for row in grid for col, cell in zip(columns, row["cells"], strict=True)
                         if cell["deviation"]},
         run_count=sum(len(impl.runs) for impl in impls),
+        failed_outcomes=FAILED_CLAUSE_OUTCOMES,
         spec_version=spec.version,
     )
     for impl in impls:
         history = _history(impl)
         newest = impl.newest.report
         failing = [{"id": r["id"], "outcome": r["outcome"], "level": r["level"], "deviation": r.get("deviation"),
-                    "page": clause_page[r["id"]]} for r in newest["clauses"] if r["outcome"] in ("failed",
-                                                                                                  "incompatible")]
+                    "page": clause_page[r["id"]]} for r in newest["clauses"]
+                   if r["outcome"] in FAILING_CLAUSE_OUTCOMES]
         badge = _badge(newest)
         pages[impl.badge_json] = json.dumps({k: badge[k] for k in ("schemaVersion", "label", "message", "color")},
                                             indent=2) + "\n"

@@ -217,7 +217,7 @@ def test_the_history_is_ordered_by_start_and_says_what_changed_as_report_diff_do
     assert [r.get("data-started") for r in runs] == [r1["run"]["started"], r2["run"]["started"],
                                                      r3["run"]["started"]]
     for tr, report in zip(runs, (r1, r2, r3), strict=True):
-        for key in ("passed", "failed", "incompatible"):
+        for key in ("passed", "failed", "flaky", "incompatible"):
             assert tr.get(f"data-{key}") == str(report["summary"][key])
     assert runs[0].get("data-newly-failing") is None and "first run" in runs[0].text
     for tr, (before, after) in zip(runs[1:], ((r1, r2), (r2, r3)), strict=True):
@@ -231,9 +231,9 @@ def test_the_history_is_ordered_by_start_and_says_what_changed_as_report_diff_do
             c["id"] for c in diff["clauses"]["newly_failing"]}
         assert {li.get("data-clause") for li in tr.all("li", "fixed-clause")} == {
             c["id"] for c in diff["clauses"]["fixed"]}
-    # something changed both ways: 4 clauses fixed from run 1 to 2 (failed, incompatible, failed, error before),
-    # 2 newly failing from 2 to 3
-    assert runs[1].get("data-fixed") == "4" and runs[1].get("data-newly-failing") == "0"
+    # something changed both ways: 5 clauses fixed from run 1 to 2 (failed, incompatible, failed, error and flaky
+    # before: a flaky clause that passes is fixed), 2 newly failing from 2 to 3
+    assert runs[1].get("data-fixed") == "5" and runs[1].get("data-newly-failing") == "0"
     assert runs[2].get("data-newly-failing") == "2" and runs[2].get("data-fixed") == "0"
     assert runs[2].get("data-regression") == "true" and "regression" in runs[2].classes
     # the chart: one point per run, oldest left, the passed tests of each
