@@ -18,7 +18,7 @@ from conformance_tests.selection import WHY_CLAUSES, WHY_NOT_RUN, WHY_OTHER_SHAR
 from conformance_tests.shards import Shard, shard_reason
 
 #: the rows of a serial run over the conftest's clauses (every outcome) and which shard each went to
-ASSIGNED_OF_TWO = [1, 1, 2, 2, 1, 2, 1, 2, 1, 2, 1, 1]
+ASSIGNED_OF_TWO = [1, 1, 2, 2, 1, 2, 1, 2, 1, 2, 1, 1, 2]
 SERIAL_ARGV = ["--backend", "reference", "--clauses", "push_cache.*"]
 
 
