@@ -11,9 +11,11 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -96,6 +98,10 @@ def run_case(layers: int, tensor_bytes: int, repeats: int) -> dict[str, float]:
     return {"layers": layers, "bytes": total, "push_s": t_push, "pairs_s": t_pairs, "flat_s": t_flat}
 
 
+#: what the benchmark measured, for docs/figures.py (the README's figures come from it)
+FIGURES = Path(__file__).resolve().parents[1] / "reports" / "bench" / "reference.json"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
@@ -120,6 +126,15 @@ def main() -> None:
     print(f"(b) per-layer overhead: {tiny_layers} layers of 64 bytes (2 tensors x 32 B), best of {repeats * 3}")
     print(f"    push_cache {per_layer:6.2f} us/layer; bare np.copyto of the same pairs {bare:5.2f} us/layer; "
           f"overhead {per_layer - bare:6.2f} us/layer")
+    figures = {"mode": "quick" if ns.quick else "full", "measured": datetime.date.today().isoformat(),
+               "bulk_mib": round(mib), "bulk_layers": big_layers, "bulk_tensor_kib": big_tensor // 1024,
+               "ratio_push_to_copyto_pairs": round(r["pairs_s"] / r["push_s"], 2),
+               "ratio_push_to_copyto_one": round(r["flat_s"] / r["push_s"], 2),
+               "tiny_layers": tiny_layers, "push_us_per_layer": round(per_layer, 2),
+               "copyto_us_per_layer": round(bare, 2)}
+    FIGURES.parent.mkdir(parents=True, exist_ok=True)
+    FIGURES.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    print(f"figures: {FIGURES}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     certify [pytest args...]      run the conformance suite against a backend (exit codes: exitcodes.py)
     clauses [args...]             list / show the spec's clauses (conformance_tests.spec_cli)
     report [render|summary|diff]  work with report files (conformance_tests.report.cli)
+    site REPORT.json... --out DIR a static results site over many reports (conformance_tests.report.site)
 
 Examples::
 
@@ -20,14 +21,50 @@ import time
 from collections.abc import Sequence
 
 from . import exitcodes
-
-#: arguments every certification run gets (the per-test timeout can be overridden by a later --timeout)
-CERTIFY_ARGS = ["-p", "conformance_tests.plugin", "--pyargs", "conformance_tests.suite", "-p", "no:cacheprovider",
-                "--timeout=60", "--timeout-method=signal", "--tb=short"]
-
+from .invocation import CERTIFY_ARGS, pytest_argv
 
 #: how long the certify program waits for threads a backend left running before it exits without them
 THREAD_GRACE_S = 2.0
+#: the modules the kit needs from its dependencies (pyproject's [project] dependencies; a self-test compares):
+#: pytest_rerunfailures is a pytest plugin pytest loads itself, for certify --reruns N
+RUNTIME_MODULES = ("numpy", "yaml", "jsonschema", "pytest", "hypothesis", "pytest_timeout", "pytest_rerunfailures",
+                   "jinja2")
+
+
+def missing_dependency() -> str | None:
+    """The first runtime dependency that does not import here, or None."""
+    import importlib.util
+
+    for name in RUNTIME_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):
+            return name
+    return None
+
+
+def _missing(name: str) -> int:
+    print(f"push-cache-kit: this Python lacks '{name}': install the kit with its dependencies (pip install . in "
+          "its checkout), or run the kit through tox (tox -e certify)", file=sys.stderr)
+    return exitcodes.USAGE_ERROR
+
+
+def _one_line_usage() -> object:
+    import pytest
+
+    class _Plugin:
+        @pytest.hookimpl(wrapper=True)
+        def pytest_cmdline_parse(self, pluginmanager: object, args: list[str]) -> object:
+            try:
+                return (yield)
+            except pytest.UsageError as exc:
+                text = " ".join(str(a) for a in exc.args)
+                said = [ln.split("error:", 1)[1].strip() for ln in text.splitlines() if "error:" in ln]
+                what = said[-1] if said else " ".join(text.split())
+                raise pytest.UsageError(f"push-cache-kit certify: {what} (certify --help lists the options)") from None
+
+    return _Plugin()
 
 
 def certify(args: Sequence[str]) -> int:
@@ -40,12 +77,15 @@ def certify(args: Sequence[str]) -> int:
 
     if any(a in ("-h", "--help") for a in args):
         return certify_help()
+    missing = missing_dependency()
+    if missing:
+        return _missing(missing)
     # test IDs are always "conformance_tests/suite/test_<family>.py::...", wherever the kit is installed
     root = Path(conformance_tests.__file__).resolve().parent.parent
     result = exitcodes.RunResult()  # the plugin fills it in: the kit's own exit code, beside pytest's
     try:
-        argv = [*CERTIFY_ARGS, f"--rootdir={root}", *args, *_explore_seed(args)]
-        ret = int(pytest.main(argv, plugins=[result]))
+        argv = pytest_argv(str(root), [*args, *_explore_seed(args)])
+        ret = int(pytest.main(argv, plugins=[result, _one_line_usage()]))
     except KeyboardInterrupt:
         print("push-cache-kit: interrupted before the run could report", file=sys.stderr)
         return exitcodes.PARTIAL if result.code is None else result.code
@@ -88,8 +128,10 @@ def certify_help() -> int:
         description="Certify a push_cache backend: run the conformance suite under pytest and write "
                     "reports/<backend>/ (a partial run writes reports/<backend>.partial/).",
         epilog="exit codes:\n" + exitcodes.text_table()
-               + "\nEvery other option is pytest's (listed below); -k, -m, --deselect, --clauses, test paths or a "
-                 "custom --spec make the run PARTIAL.",
+               + "\nEvery other option is pytest's (listed below); -k, -m, --deselect, --clauses, --shard, test paths "
+                 "or a custom --spec make the run PARTIAL. --reruns N (pytest-rerunfailures) runs a failed test up to N "
+                 "times more: one that then passes is flaky, and a flaky must or may test blocks certification as a "
+                 "failure does.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
     )
@@ -116,12 +158,7 @@ def _explore_seed(args: Sequence[str]) -> list[str]:
 def _delegate(module: str, args: Sequence[str]) -> int:
     import importlib
 
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        print(f"push-cache-kit: {module} is not available ({exc})", file=sys.stderr)
-        return 2
-    return int(mod.main(list(args)) or 0)
+    return int(importlib.import_module(module).main(list(args)) or 0)
 
 
 def exit_now_if_threads_linger(code: int, grace: float = THREAD_GRACE_S) -> None:
@@ -154,25 +191,34 @@ def main(argv: Sequence[str] | None = None) -> int:
                "--expectations, --strict-expectations, --report-dir, -k, -x); `certify --help` lists the kit's "
                "options and exit codes first.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{certify,clauses,report}")
+    sub = parser.add_subparsers(dest="command", metavar="{certify,clauses,report,site}")
     sub.add_parser("certify", help="certify a backend (runs the conformance suite under pytest)", add_help=False)
     sub.add_parser("clauses", help="list or show spec clauses", add_help=False)
     sub.add_parser("report", help="render, summarize or diff reports", add_help=False)
+    sub.add_parser("site", help="build a static results site from report.json files", add_help=False)
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
-    if command == "certify":
-        code = certify(rest)
-        if program:
-            exit_now_if_threads_linger(code)
-        return code
-    if command == "clauses":
-        return _delegate("conformance_tests.spec_cli", rest)
-    if command == "report":
-        return _delegate("conformance_tests.report.cli", rest)
-    parser.error(f"unknown command {command!r} (choose certify, clauses or report)")
-    return 2
+    try:
+        if command == "certify":
+            code = certify(rest)
+            if program:
+                exit_now_if_threads_linger(code)
+            return code
+        if command == "clauses":
+            return _delegate("conformance_tests.spec_cli", rest)
+        if command == "report":
+            return _delegate("conformance_tests.report.cli", rest)
+        if command == "site":
+            return _delegate("conformance_tests.report.site", rest)
+    except ModuleNotFoundError as exc:  # the kit or a dependency is not installed in this Python
+        return _missing(exc.name or str(exc))
+    except BrokenPipeError:  # `push-cache-kit clauses | head`: the reader left; nothing more to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    print(f"push-cache-kit: unknown command {command!r} (choose certify, clauses, report or site)", file=sys.stderr)
+    return exitcodes.USAGE_ERROR
 
 
 if __name__ == "__main__":

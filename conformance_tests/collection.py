@@ -1,6 +1,6 @@
 """Collection: the suite's tests generated from the spec, each marked with its clause; the release filter and
-``--clauses``; levels, capability skips and waivers attached to each test; what a run selected (and, under
-pytest-xdist, what the workers' collection decided)."""
+``--clauses``; levels, capability skips and waivers attached to each test; a shard's part of the selection
+(``--shard``); what a run selected (and, under pytest-xdist, what the workers' collection decided)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from .procedures import items_for
 from .procedures.streams import SECONDS_PER_EXAMPLE
-from .selection import WHY_CLAUSES, selection_problems
+from .selection import WHY_CLAUSES, WHY_OTHER_SHARD, selection_problems
+from .shards import ShardTest, assign
 from .spec import Level
 from .state import RunState
 from .testbed import missing_capabilities
@@ -38,6 +39,13 @@ def checked_clauses(item: pytest.Item) -> tuple[str, ...]:
     """The clause IDs collection attached to ``item`` (empty when it attached none)."""
     found: tuple[str, ...] | None = item.stash.get(CLAUSES, None)
     return found or ()
+
+
+def examples_of(item: pytest.Item) -> int:
+    """The examples of the item's stream (0 when it is not a stream), from the ``item`` parameter
+    :meth:`Collection.pytest_generate_tests` gives it."""
+    params = getattr(getattr(item, "callspec", None), "params", None) or {}
+    return int(getattr(params.get("item"), "examples", 0) or 0)
 
 
 def _test_names(item: pytest.Item) -> list[str]:
@@ -150,7 +158,8 @@ class Collection:
         state = self.state
         return {"selected": state.selected, "deselected": state.deselected, "own_deselected": state.own_deselected,
                 "release_filtered": sorted(state.release_filtered), "covered": sorted(state.covered),
-                "collection_errors": list(state.collection_errors)}
+                "collection_errors": list(state.collection_errors),
+                "shard_selection": state.shard_selection, "shard_assigned": state.shard_assigned}
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.state.is_worker and not session.config.option.collectonly:
@@ -169,5 +178,35 @@ class Collection:
         state.release_filtered = set(got["release_filtered"])
         state.covered = set(got["covered"])
         state.collection_errors[:] = list(got["collection_errors"])
+        state.shard_selection = list(got["shard_selection"])
+        state.shard_assigned = list(got["shard_assigned"])
         state.collection_known = True
         self.judge_selection()
+
+
+class ShardFilter:
+    """``--shard K/N``: keeps this shard's part of the selection, after every other plugin has selected (so the
+    split is of what -k, -m, --deselect and --clauses left), and records the whole selection and the shard of
+    each of its tests for the report (``completeness.shard``)."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        state = self.state
+        if state.shard is None:
+            return
+        tests = [ShardTest(item.nodeid, clause_ids(item), 1 + examples_of(item)) for item in items]
+        assigned = assign(tests, state.shard.count)
+        state.shard_selection = [t.id for t in tests]
+        state.shard_assigned = assigned
+        keep = [item for item, shard in zip(items, assigned, strict=True) if shard == state.shard.index]
+        drop = [item for item, shard in zip(items, assigned, strict=True) if shard != state.shard.index]
+        for item in drop:
+            state.own_deselected[item.nodeid] = WHY_OTHER_SHARD
+            state.covered.difference_update(clause_ids(item))  # a clause's tests are all in one shard
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep

@@ -27,12 +27,17 @@ class Counters:
     histories: int = 0  # histories the stateful suite ran (each hypothesis example, shrinking included)
     history_steps: int = 0  # their steps (rules run)
     history_pushes: int = 0  # push_cache calls made in them
+    #: the features of this test's pushes (push_features.merge) and of its last push (the one a failure judged)
+    push_features: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_push: dict[str, Any] | None = None
 
     def reset(self) -> None:
         self.push_calls = 0
         self.restarts = 0
         self.layouts.clear()
         self.histories = self.history_steps = self.history_pushes = 0
+        self.push_features = {}
+        self.last_push = None
 
 
 @dataclass

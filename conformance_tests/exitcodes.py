@@ -10,8 +10,9 @@ blocking failure exits 1: a defect found is a defect, however few tests ran.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 CERTIFIED = 0
 NOT_CERTIFIED = 1
@@ -30,9 +31,11 @@ class ExitCode(NamedTuple):
 
 EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(CERTIFIED, "CERTIFIED",
-             "certified: a full run, nothing waived at must level, no must or may test failed or errored"),
+             "certified: a full run, nothing waived at must level, no must or may test failed, errored or was "
+             "flaky"),
     ExitCode(NOT_CERTIFIED, "NOT_CERTIFIED",
-             "not certified: a must or may test failed or errored, or a must clause has no passing test "
+             "not certified: a must or may test failed, errored or was flaky (failed, then passed when run "
+             "again), or a must clause has no passing test "
              "(untested, or all its tests waived or skipped); also a partial run that found such a failure"),
     ExitCode(USAGE_ERROR, "USAGE_ERROR",
              "usage or input error: bad option, unknown backend, bad spec or expectations file, "
@@ -43,13 +46,30 @@ EXIT_CODES: tuple[ExitCode, ...] = (
              "internal error: an INTERNALERROR in pytest or the kit, or the reports could not be written"),
     ExitCode(PARTIAL, "PARTIAL",
              "partial run, no blocking failure: -k, -m, --deselect, --clauses, test paths, a custom --spec, "
-             "the quick profile, an interrupt or tests not run; written beside the full report, never over it"),
+             "the quick profile, one shard (--shard), an interrupt (Ctrl-C, SIGTERM, SIGHUP) or tests not run; "
+             "written beside the full report, never over it"),
     ExitCode(CERTIFIED_WITH_WAIVERS, "CERTIFIED_WITH_WAIVERS",
              "certified with waivers: a full run that would certify, but the expectations file waived "
              "(xfail or skip) at least one must test"),
 )
 
 BY_CODE = {e.code: e for e in EXIT_CODES}
+
+#: the exit code of each verdict kind (reports/README.md, "The verdict")
+BY_VERDICT_KIND = {
+    "certified": CERTIFIED,
+    "certified_with_waivers": CERTIFIED_WITH_WAIVERS,
+    "partial": PARTIAL,
+    "not_certified": NOT_CERTIFIED,
+}
+
+
+def for_verdict(verdict: Mapping[str, Any]) -> int:
+    """The exit code a report's verdict gives (``certify``, and ``report merge`` for the report it makes)."""
+    kind = verdict.get("kind")
+    if kind is None:  # a verdict without a kind (a fallback): judge by the label
+        kind = "certified" if verdict.get("certified") else "not_certified"
+    return BY_VERDICT_KIND.get(str(kind), NOT_CERTIFIED)
 
 
 def markdown_table() -> str:

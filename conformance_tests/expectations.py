@@ -31,6 +31,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .bounded_yaml import BoundedLoader, LimitError, read_bounded
+
 
 class ExpectationsError(Exception):
     """A bad expectations file (one-line message with the JSON path of the bad node)."""
@@ -118,8 +120,8 @@ def _schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps timestamps as the text the user wrote.
+class _Loader(BoundedLoader):
+    """A bounded SafeLoader that keeps timestamps as the text the user wrote.
 
     PyYAML turns ``2020-02-30`` into a ``datetime.date`` while parsing and raises a bare ValueError for an
     impossible date; reading it as text lets the schema and :func:`_check_date` name the entry instead.
@@ -153,11 +155,15 @@ def _check_date(p: Path, index: int, text: str) -> _dt.date:
 def load_expectations(path: str | Path, today: _dt.date | None = None) -> Expectations:
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_bounded(p)
     except OSError as exc:
         raise ExpectationsError(f"expectations file {p}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ExpectationsError(f"expectations file {p}: too large: {exc}") from None
     try:
         doc = yaml.load(raw.decode("utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except LimitError as exc:
+        raise ExpectationsError(f"expectations file {p}: {exc}") from None
     except (yaml.YAMLError, UnicodeDecodeError, ValueError) as exc:
         first = " ".join(str(exc).split())
         raise ExpectationsError(f"expectations file {p}: not valid YAML: {first}") from None

@@ -16,44 +16,59 @@ import pytest
 from hypothesis import settings
 
 from . import exitcodes
+from .invocation import certify_args
 from .profiles import CERTIFY_EXAMPLES
+from .reproducible import layouts_sha256, run_versions
+from .rows import plain, printable
 from .selection import WHY_DESELECTED, WHY_NOT_RUN, selection_problems
+from .shards import shard_reason
 
 if TYPE_CHECKING:
+    from .spec import Spec
     from .state import RunState as State
 
 SUITE_NAME = "push-cache-conformance"
 #: signals that end a run as Ctrl-C does (what CI, ``timeout`` and a closed terminal send): a partial report,
 #: exit code 5, the backend stopped
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+#: likely causes and blocking clauses the terminal summary names after the verdict (the reports have them all)
+CAUSES_SHOWN = 3
+BLOCKING_SHOWN = 10
 
 
 def backend_display_name(backend: Any) -> str:
     """The backend's name as reports show it (never empty)."""
-    name = str(getattr(backend, "name", "") or "")
+    name = printable(str(getattr(backend, "name", "") or ""))
     return name if name.strip() else "(unnamed backend)"
 
 
-def full_folder(config: pytest.Config, backend: Any) -> Path:
-    """Where a full run of this backend writes: --report-dir, else reports/<safe backend name>/."""
+def folder_release(spec: Spec, release: str) -> str | None:
+    """The release a report folder names: none for the spec's newest release, else the release (so that a run of
+    an older release never writes over the newest one's report)."""
+    return None if release == spec.releases[-1] else release
+
+
+def full_folder(config: pytest.Config, backend: Any, release: str | None = None) -> Path:
+    """Where a full run of this backend writes: --report-dir, else reports/<safe backend name>/ (with
+    ``@<release>`` for a release other than the spec's newest)."""
     from .report.folders import default_folder
 
     explicit = config.getoption("report_dir")
     if explicit:
         return Path(config.invocation_params.dir) / explicit
     base = Path(config.invocation_params.dir) / "reports"
-    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=False)
+    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=False, release=release)
 
 
-def partial_folder(config: pytest.Config, backend: Any, full_dir: Path) -> Path:
-    """Where a partial run writes: reports/<name>.partial/ by default; with --report-dir DIR, DIR itself
-    unless DIR holds a full report, then DIR.partial/ beside it."""
+def partial_folder(config: pytest.Config, backend: Any, full_dir: Path, release: str | None = None) -> Path:
+    """Where a partial run writes: reports/<name>.partial/ by default (with ``@<release>`` as for a full run);
+    with --report-dir DIR, DIR itself unless DIR holds a full report, then DIR.partial/ beside it."""
     from .report.folders import default_folder, holds_full_report, partial_sibling
 
     if config.getoption("report_dir"):
         return partial_sibling(full_dir) if holds_full_report(full_dir) else full_dir
     base = Path(config.invocation_params.dir) / "reports"
-    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=True)
+    return default_folder(base, str(getattr(backend, "name", "") or ""), partial=True, release=release)
 
 
 def summary_line(message: str | None) -> str:
@@ -70,12 +85,6 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
     ctx = state.run
     b = ctx.backend
     try:
-        import numpy
-
-        numpy_version = numpy.__version__
-    except Exception:  # noqa: BLE001  # pragma: no cover
-        numpy_version = None
-    try:
         from importlib.metadata import version
 
         suite_version = version("push-cache-conformance")
@@ -83,12 +92,12 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
         suite_version = "0.0.0"
     exp = state.expectations
     rows = state.rows
-    return {
+    return plain({
         "suite": {"name": SUITE_NAME, "version": suite_version},
         "spec": {"version": ctx.release, "sha256": ctx.spec.sha256, "path": str(ctx.spec.path)},
         "backend": {"name": backend_display_name(b), "version": str(getattr(b, "version", "?")),
                     "spec": ctx.target, "capabilities": dict(ctx.caps)},
-        "environment": {"python": platform.python_version(), "numpy": numpy_version,
+        "environment": {"python": platform.python_version(), **run_versions(),
                         "platform": platform.platform(), "hostname": socket.gethostname()},
         "run": {
             "started": state.started.isoformat(timespec="seconds"),
@@ -98,16 +107,23 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             "expectations": {"path": exp.path if exp else None, "sha256": exp.sha256 if exp else None,
                              "strict": state.strict},
             "argv": list(config.invocation_params.args),
+            "certify_args": certify_args(config.invocation_params.args),
             "push_calls": rows.push_calls,
             "distinct_layouts": len(rows.layouts),
             **rows.history_counts,
+            "layouts_sha256": layouts_sha256(rows.layouts),
+            "passing_push_features": rows.passing_push_features,
             "isolation": state.isolation,
             # the first process, then one per loss (summed over pytest-xdist workers, which each start their own)
             "backend_processes": 1 + rows.restarts if state.isolation == "process" else None,
             "max_time_s": state.max_time or None,
             "out_of_time": state.out_of_time,
+            # a count of distinct layouts cannot be added up over shards: a shard report carries the layouts
+            # themselves, so that `report merge` counts their union (report/merge.py)
+            **({"layout_keys": sorted(rows.layouts)} if state.shard is not None else {}),
+            "reruns": state.reruns,
         },
-    }
+    })
 
 
 def clause_rows(state: State) -> list[dict[str, Any]]:
@@ -117,7 +133,7 @@ def clause_rows(state: State) -> list[dict[str, Any]]:
 
 
 def fallback_verdict(rows: list[dict[str, Any]], clauses: list[dict[str, Any]]) -> dict[str, Any]:
-    blocking = sorted({c for r in rows if r["level"] in ("must", "may") and r["outcome"] in ("failed", "error")
+    blocking = sorted({c for r in rows if r["level"] in ("must", "may") and r["outcome"] in ("failed", "error", "flaky")
                        for c in r["clauses"]})
     return {"certified": False, "label": "NOT CERTIFIED" if blocking else "PARTIAL",
             "kind": "not_certified" if blocking else "partial", "blocking": blocking}
@@ -165,6 +181,9 @@ def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict
     if not_run:
         reasons.append(f"{len(not_run)} selected test(s) not run")
         left_out += [{"id": n, "why": WHY_NOT_RUN} for n in not_run]
+    shard = shard_section(state)
+    if shard is not None:
+        reasons.append(shard["reason"])
     return {
         "full": not reasons and not left_out,
         "reasons": reasons,
@@ -173,21 +192,28 @@ def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict
         "interrupted": interrupted,
         "spec": {"path": str(spec.path), "sha256": spec.sha256, "packaged_sha256": state.packaged_sha256,
                  "packaged": not custom},
+        **({"shard": shard} if shard is not None else {}),
     }
+
+
+def shard_section(state: State) -> dict[str, Any] | None:
+    """``completeness.shard`` of a shard run (None for any other run): which part it ran, the whole selection
+    in collection order and the shard of each of its tests, and the reason it added (report/merge.py takes the
+    reason out again)."""
+    shard = state.shard
+    if shard is None:
+        return None
+    mine = sum(1 for k in state.shard_assigned if k == shard.index)
+    return {"index": shard.index, "count": shard.count, "selection": list(state.shard_selection),
+            "assigned": list(state.shard_assigned),
+            "reason": shard_reason(shard, mine, len(state.shard_selection))}
 
 
 def exit_code_for(verdict: dict[str, Any], report_problem: str | None) -> int:
     """The kit's exit code for a finished session (see conformance_tests/exitcodes.py)."""
     if report_problem:
         return exitcodes.INTERNAL_ERROR
-    kind = verdict.get("kind")
-    if kind is None:  # a verdict without a kind (a fallback): judge by the label
-        kind = "certified" if verdict.get("certified") else "not_certified"
-    return {
-        "certified": exitcodes.CERTIFIED,
-        "certified_with_waivers": exitcodes.CERTIFIED_WITH_WAIVERS,
-        "partial": exitcodes.PARTIAL,
-    }.get(kind, exitcodes.NOT_CERTIFIED)
+    return exitcodes.for_verdict(verdict)
 
 
 def expectations_input(state: State) -> dict[str, Any]:
@@ -222,9 +248,10 @@ def finish(session: pytest.Session, state: State, exitstatus: int) -> None:
             state.report = {"verdict": fallback_verdict(rows, clauses)}
         else:
             if not config.getoption("no_reports"):
-                full_dir = state.full_dir or full_folder(config, state.run.backend)
+                release = folder_release(state.run.spec, state.run.release)
+                full_dir = state.full_dir or full_folder(config, state.run.backend, release)
                 partial = bool(state.report["verdict"].get("partial"))
-                out_dir = partial_folder(config, state.run.backend, full_dir) if partial else full_dir
+                out_dir = partial_folder(config, state.run.backend, full_dir, release) if partial else full_dir
                 state.report_dir = out_dir
                 try:
                     paths = write_reports(state.report, out_dir)
@@ -253,11 +280,19 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
         tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))
     else:
         tr.write_line("uncovered clauses: not computed (this run selects a subset of the suite)")
-    incompatible = [r["id"] for r in state.rows.finished() if r["outcome"] == "incompatible"]
+    finished = state.rows.finished()
+    incompatible = [r for r in finished if r["outcome"] == "incompatible"]
     if incompatible:
         tr.write_line(f"incompatible (should-level, not blocking): {len(incompatible)} test(s)")
-        for n in incompatible[:50]:
-            tr.write_line(f"  {n}: {summary_line(state.rows.by_id[n]['message'])}"[:300])
+        for r in incompatible[:50]:
+            tr.write_line(f"  {r['id']}: {summary_line(r['message'])}"[:300])
+    flaky = [r for r in finished if r["outcome"] == "flaky"]
+    if flaky:
+        tr.write_line(f"flaky (failed, then passed when run again; blocking at must and may level): {len(flaky)} "
+                      "test(s)", yellow=True)
+        for r in flaky[:50]:
+            tries = " -> ".join(a["outcome"] for a in r.get("attempts") or []) or "hypothesis replayed it"
+            tr.write_line(f"  {r['id']} ({r['level']}; {tries}): {summary_line(r['message'])}"[:300])
     exp = state.expectations
     if exp is not None:
         unmatched = exp.unmatched()
@@ -298,6 +333,11 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
     kind = verdict.get("kind")
     tr.write_line(line, bold=True, green=kind == "certified", red=kind == "not_certified",
                   yellow=kind in ("partial", "certified_with_waivers"))
+    for cause in (report.get("likely_causes") or [])[:CAUSES_SHOWN]:
+        tr.write_line(f"likely cause: {cause['statement']} ({', '.join(cause['clauses'][:4])})", red=True)
+    for detail in (report.get("blocking_details") or [])[:BLOCKING_SHOWN]:
+        first = summary_line(detail.get("first_message"))
+        tr.write_line(f"  {detail['id']} ({detail.get('failing_tests', 0)} failing): {first}"[:300])
     if state.exit_code is not None:
         meaning = exitcodes.BY_CODE.get(state.exit_code)
         tr.write_line(f"exit code: {state.exit_code} ({meaning.name if meaning else '?'})")

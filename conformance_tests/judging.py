@@ -16,8 +16,10 @@ from functools import singledispatch
 from typing import Any
 
 from .errors import HarnessError
-from .observation import POSTCONDITIONS, WRITES, Observation
-from .spec.expect import AnyOf, Expectation, Raises, Succeeds
+from .observation import INSIDE, OUTSIDE, POSTCONDITIONS, WRITES, Observation
+from .oracle import NEITHER
+from .push_features import classes, failure_class, merge
+from .spec.expect import AnyOf, Expectation, Raises, Succeeds, check_names
 from .testbed import Call, Outcome, Testbed, describe_exception
 
 #: failure details shown in a message before "… N more"
@@ -216,13 +218,60 @@ def judge(tb: Testbed, call: Call, outcome: Outcome, expectation: Expectation, c
     if wait > 0:
         time.sleep(wait)
     problem = outcome_problem(expectation, obs)
+    push = tb.run.counters.last_push
     if problem:
+        _note_push(tb, push, failed_as=failure_class(push["returned"], False) if push else None)
         fail(clause_id, label, call, problem, traceback_hint(outcome))
     problems = effect_problems(expectation, obs)
+    if push is not None:
+        wrong_slice = any(p.startswith(INSIDE) for p in problems)
+        _note_push(tb, push, failed_as=failure_class(push["returned"], wrong_slice) if problems else None,
+                   slice_checked=bool(check_names(expectation) & SLICE_CHECKS))
     if problems:
         fail(clause_id, label, call, f"push_cache {outcome.describe()} as allowed ({expectation.describe()}), but "
-             "memory changed where it must not", problems)
+             f"{where_memory_is_wrong(problems)}", problems)
     return obs
+
+
+#: the postconditions that compare the targeted slice byte for byte
+SLICE_CHECKS = frozenset({"exact", "returns_none", "targeted", "prefix"})
+
+
+def _note_push(tb: Testbed, push: dict[str, Any] | None, *, failed_as: str | None, slice_checked: bool = False) -> None:
+    """Count a judged push in the likely-cause analysis: a failing one under the class it is compared within, a
+    passing one in the classes it belongs to."""
+    if push is None:
+        return
+    if failed_as is not None:
+        push["class"] = failed_as
+        return
+    for cls in classes(bool(push["returned"]), slice_checked):
+        merge(tb.run.counters.push_features.setdefault(cls, {}), push)
+
+
+def where_memory_is_wrong(problems: Sequence[str]) -> str:
+    """What the differences say, in a few words: the targeted slice holds wrong bytes, and/or bytes changed
+    where nothing may be written (elsewhere in the destination, another cache, a guard band, freed memory, the
+    source)."""
+    inside = any(p.startswith(INSIDE) for p in problems)
+    elsewhere = [p for p in problems if not p.startswith(INSIDE)]
+    parts = []
+    if inside:
+        parts.append("the targeted slice holds wrong bytes")
+    if any(p.startswith(OUTSIDE) for p in elsewhere):
+        parts.append("bytes were written outside the targeted slices")
+    if any(p.startswith("guard bytes") for p in elsewhere):
+        parts.append("guard bytes around a tensor changed")
+    if any(p.startswith("freed memory") for p in elsewhere):
+        parts.append("freed memory changed")
+    if any("(must be unchanged)" in p for p in elsewhere):
+        parts.append("memory that must stay unchanged changed")
+    if any(NEITHER in p for p in elsewhere):
+        parts.append("destination bytes are neither their old value nor the pushed one")
+    named = (OUTSIDE, "guard bytes", "freed memory")
+    if any(not p.startswith(named) and "(must be unchanged)" not in p and NEITHER not in p for p in elsewhere):
+        parts.append("memory is not as the clause requires")
+    return "; ".join(parts)
 
 
 def traceback_hint(outcome: Outcome) -> list[str]:

@@ -77,11 +77,29 @@ def _dst_name(obs: Observation) -> str:
     return obs.tb.dst.name
 
 
+#: how a difference names where it is: inside the slices the push targets, or anywhere else
+INSIDE, OUTSIDE = "dst targeted slice", "dst outside the targeted slices"
+
+
+def _dst_split(obs: Observation, *, prefix: bool = False) -> list[str]:
+    """The destination's differences from the expected bytes, named by where they are: wrong bytes inside the
+    targeted slices, or bytes written outside them."""
+    tb = obs.tb
+    assert obs.transfer is not None and tb.src is not None and tb.dst is not None
+    expected, got = obs.expected_dst(prefix=prefix), obs.after(tb.dst.name)
+    whole = oracle.diff(expected, got, "dst")
+    if not whole or any(line.startswith("dst:") or "bytes, read" in line for line in whole):
+        return whole  # equal, or not even the same tensors: nothing to place
+    mask = oracle.targeted_mask(obs.transfer, tb.src.layout, tb.dst.layout, prefix=prefix)
+    return (oracle.diff(expected, got, INSIDE, mask=mask)
+            + oracle.diff(expected, got, OUTSIDE, mask=[~m for m in mask]))
+
+
 @_register(POSTCONDITIONS, "exact")
 def _exact(obs: Observation) -> list[str]:
     if obs.transfer is None:
         return ["the call's arguments describe no transfer, so no postcondition can hold"]
-    return oracle.diff(obs.expected_dst(), obs.after(_dst_name(obs)), "dst") + obs.unchanged(skip=(_dst_name(obs),))
+    return _dst_split(obs) + obs.unchanged(skip=(_dst_name(obs),))
 
 
 @_register(POSTCONDITIONS, "returns_none")
@@ -93,8 +111,9 @@ def _returns_none(obs: Observation) -> list[str]:
 
 @_register(POSTCONDITIONS, "prefix")
 def _prefix(obs: Observation) -> list[str]:
-    return (oracle.diff(obs.expected_dst(prefix=True), obs.after(_dst_name(obs)), "dst")
-            + obs.unchanged(skip=(_dst_name(obs),)))
+    if obs.transfer is None:
+        return ["the call's arguments describe no transfer, so no postcondition can hold"]
+    return _dst_split(obs, prefix=True) + obs.unchanged(skip=(_dst_name(obs),))
 
 
 @_register(POSTCONDITIONS, "unchanged")

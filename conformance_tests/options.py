@@ -39,6 +39,10 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--clauses",), dict(default="", metavar="GLOBS",
                           help="run only the tests of clauses matching these comma-separated globs "
                                "(e.g. 'push_cache.data.*,push_cache.safety.guard_bytes'); the run is PARTIAL")),
+    (("--shard",), dict(default=None, metavar="K/N",
+                        help="run part K of N of the selected tests, every clause's tests in one part (the run is "
+                             "PARTIAL; give each shard its own --report-dir and join the N reports with "
+                             "`report merge`: docs/shards.md)")),
 ]
 
 

@@ -143,6 +143,10 @@ def diff(expected: Sequence[np.ndarray], got: Sequence[np.ndarray], what: str,
     return out
 
 
+#: how a byte outside a partial push's envelope is named
+NEITHER = "are neither the previous nor the pushed value"
+
+
 def outside_envelope(before: Sequence[np.ndarray], full: Sequence[np.ndarray], got: Sequence[np.ndarray],
                      what: str) -> list[str]:
     """Bytes that are neither their previous value nor what the complete push writes (a partial push is fine,
@@ -155,6 +159,6 @@ def outside_envelope(before: Sequence[np.ndarray], full: Sequence[np.ndarray], g
         idx = np.flatnonzero((g != b) & (g != f))
         if idx.size:
             first = int(idx[0])
-            out.append(f"{what} tensor {i}: {idx.size} bytes are neither the previous nor the pushed value, first "
+            out.append(f"{what} tensor {i}: {idx.size} bytes {NEITHER}, first "
                        f"at offset {first}: previous {_hex(b, first)} / pushed {_hex(f, first)} got {_hex(g, first)}")
     return out

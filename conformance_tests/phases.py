@@ -1,6 +1,7 @@
 """Each test's phases: its deadline and a new backend process where the last was lost (setup), the time budget
 (teardown), and its outcome: a setup error is an ``error`` row, a failing ``should`` test is ``incompatible``
-(reported, not blocking); every phase's report carries the row data the report is built from (rows.py)."""
+(reported, not blocking), a failing example that passes when hypothesis runs it again is ``flaky``; every phase's
+report carries the row data the report is built from (rows.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from .collection import EXPECTED, LEVEL, WAIVER, checked_clauses, clause_ids
 from .errors import HarnessError
 from .rows import PROPERTY as ROW_PROPERTY
-from .rows import phase_outcome, plain
+from .rows import carried, phase_outcome, plain
 from .spec import Level
 from .state import RunState
 
@@ -72,14 +73,42 @@ def is_incompatible(report: pytest.TestReport) -> bool:
             and _report_level(report) == Level.SHOULD.value and not is_setup_error(report))
 
 
+def replayed_and_passed(call: pytest.CallInfo[Any] | None) -> bool:
+    """Hypothesis ran the failing example again and it passed (FlakyFailure): the test is flaky, as one that fails
+    and then passes on a rerun is (certify --reruns). Other Flaky errors (a strategy drawing differently) say
+    nothing of a failure that went away, and stay what they were."""
+    from hypothesis import errors
+
+    flaky = getattr(errors, "FlakyFailure", errors.Flaky)  # older hypothesis raised Flaky itself for this
+    return call is not None and call.excinfo is not None and call.excinfo.errisinstance(flaky)
+
+
+def _exception_text(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, AssertionError) or type(exc).__name__ in ("Failed", "Skipped", "XFailed"):
+        return getattr(exc, "msg", None) or text
+    return f"{type(exc).__name__}: {text}"
+
+
+def is_flaky(report: pytest.TestReport) -> bool:
+    """A test's call that passed after an earlier attempt failed (pytest-rerunfailures numbers the attempts), or
+    one whose failing example passed when hypothesis ran it again: shown as FLAKY (K), not as a pass or failure."""
+    if report.when != "call":
+        return False
+    if report.passed and (getattr(report, "rerun", 0) or 0) > 0:
+        return True
+    data = carried(report)
+    return bool(report.failed and data and (data.get("result") or {}).get("outcome") == "flaky")
+
+
 def _message(call: pytest.CallInfo[Any] | None, rep: pytest.TestReport) -> str:
     if call is not None and call.excinfo is not None:
         exc = call.excinfo.value
-        text = str(exc)
-        if isinstance(exc, AssertionError) or type(exc).__name__ in ("Failed", "Skipped", "XFailed"):
-            text = getattr(exc, "msg", None) or text
-        else:
-            text = f"{type(exc).__name__}: {text}"
+        text = _exception_text(exc)
+        if replayed_and_passed(call):
+            # the failure hypothesis saw first leads; its own text ("produces unreliable results") follows
+            inner = [_exception_text(e) for e in getattr(exc, "exceptions", ())]
+            text = "\n".join(["flaky: the example failed, then passed when hypothesis ran it again", *inner, text])
         notes = getattr(exc, "__notes__", None) or []
         if notes:
             text += "\n" + "\n".join(str(n) for n in notes)
@@ -148,6 +177,8 @@ class TestPhases:
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
         if isinstance(report, pytest.TestReport) and report.when == "call" and report.failed and is_setup_error(report):
             return "error", "E", ("ERROR", {"red": True})
+        if isinstance(report, pytest.TestReport) and is_flaky(report):
+            return "flaky", "K", ("FLAKY", {"yellow": True})
         if isinstance(report, pytest.TestReport) and is_incompatible(report):
             return "incompatible", "I", ("INCOMPATIBLE", {"yellow": True})
         return None
@@ -163,12 +194,13 @@ class TestPhases:
         level = item.stash.get(LEVEL, Level.MUST).value
         message = _message(call, rep) if rep.failed or hasattr(rep, "wasxfail") else None
         result: dict[str, Any] = {}
-        result["outcome"], result["message"] = phase_outcome(rep, level, message, is_setup_error(rep))
-        if result["outcome"] in ("failed", "incompatible", "xfailed") and call.excinfo is not None:
+        result["outcome"], result["message"] = phase_outcome(rep, level, message, is_setup_error(rep),
+                                                             flaky=replayed_and_passed(call) if rep.failed else False)
+        if result["outcome"] in ("failed", "incompatible", "xfailed", "flaky") and call.excinfo is not None:
             broken = broken_clauses(call.excinfo.value)  # judging.ClauseFailure: the promises that broke
             if broken:
                 result["failed_clauses"] = broken
-        if result["outcome"] in ("failed", "incompatible", "xfailed", "error"):
+        if result["outcome"] in ("failed", "incompatible", "xfailed", "error", "flaky"):
             testbed = run.last_testbed
             if testbed is not None:
                 ids = ", ".join(checked_clauses(item))
@@ -178,9 +210,10 @@ class TestPhases:
         data: dict[str, Any] = {"meta": self._meta(item), "result": plain(result)}
         if rep.when == "teardown":
             counters = run.counters
-            data["counts"] = {"push_calls": counters.push_calls, "layouts": sorted(counters.layouts),
-                              "restarts": counters.restarts, "histories": counters.histories,
-                              "history_steps": counters.history_steps, "history_pushes": counters.history_pushes}
+            data["counts"] = plain({"push_calls": counters.push_calls, "layouts": sorted(counters.layouts),
+                                    "restarts": counters.restarts, "histories": counters.histories,
+                                    "history_steps": counters.history_steps, "history_pushes": counters.history_pushes,
+                                    "push_features": counters.push_features, "last_push": counters.last_push})
         rep.user_properties = [*rep.user_properties, (ROW_PROPERTY, data)]
 
     def _hypothesis_info(self, item: pytest.Item, message: str) -> dict[str, Any] | None:
@@ -213,4 +246,6 @@ class TestPhases:
         row = state.rows.add(report)
         waiver = row.get("waiver")
         if report.when == "setup" and waiver and state.expectations is not None:
-            state.expectations.entries[int(waiver["entry"])].hits.append(report.nodeid)
+            hits = state.expectations.entries[int(waiver["entry"])].hits
+            if report.nodeid not in hits:  # once per test, however many attempts it took (--reruns)
+                hits.append(report.nodeid)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from . import profiles  # noqa: F401 - registers the hypothesis profiles
-from .collection import FAMILY_MARK, Collection
+from .collection import FAMILY_MARK, Collection, ShardFilter
 from .context import RunContext
 from .exitcodes import RunResult
 from .finish import Finish, restore_signals, terminate_as_interrupt
@@ -57,7 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
         restore_signals(signals)
         raise
     config.stash[STATE] = state
-    for concern in (Startup, SmokeCheck, Collection, TestPhases):
+    for concern in (Startup, SmokeCheck, Collection, ShardFilter, TestPhases):
         config.pluginmanager.register(concern(state), f"push_cache_{concern.__name__.lower()}")
     config.pluginmanager.register(Finish(state, signals), "push_cache_finish")
 

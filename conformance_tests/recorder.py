@@ -8,11 +8,13 @@ line in the log is produced from what was executed, so the reproduction cannot d
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .backend import call_each
+from .resolution import is_file_target, split_target
 from .values import Value
 
 
@@ -75,16 +77,23 @@ class Recorder:
 
     def render(self, backend_spec: str, header: str) -> str:
         """A standalone script: import the backend, replay the log, check the verdict, close the cluster."""
-        module, _, attr = backend_spec.partition(":")
+        module, attr = split_target(backend_spec)
         body = [line for line in self.lines if not line.startswith("cluster = ")]
         opening = [line for line in self.lines if line.startswith("cluster = ")]
+        if is_file_target(module):  # a backend file: loaded by its path, its folder on the path
+            folder = str(Path(module).parent)
+            load = ["import importlib.util", "import sys", "", "import numpy as np", "",
+                    f"sys.path.insert(0, {folder!r})",
+                    f"_spec = importlib.util.spec_from_file_location('push_cache_backend', {module!r})",
+                    "_module = importlib.util.module_from_spec(_spec)",
+                    "_spec.loader.exec_module(_module)",
+                    f"backend = getattr(_module, {attr!r})"]
+        else:
+            load = ["import importlib", "", "import numpy as np", "",
+                    f"backend = getattr(importlib.import_module({module!r}), {attr!r})"]
         out = [
             f'"""{header or "push_cache reproduction"}"""',
-            "import importlib",
-            "",
-            "import numpy as np",
-            "",
-            f"backend = getattr(importlib.import_module({module!r}), {attr or 'backend'!r})",
+            *load,
             "if isinstance(backend, type):",
             "    backend = backend()",
             *opening,

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pytest
+if TYPE_CHECKING:  # the report package reads the constants below without importing pytest
+    import pytest
 
 #: what pytest's -k/-m/--deselect/--clauses leave out is "deselected"; tests selected but never finished are
 #: "not run"
 WHY_DESELECTED, WHY_CLAUSES, WHY_NOT_RUN = "deselected", "--clauses", "not run"
+#: a shard run (--shard K/N) leaves out the tests the other shards run; a merge of shard reports leaves out the
+#: tests of a shard whose report it was not given
+WHY_OTHER_SHARD, WHY_SHARD_MISSING = "another shard", "shard missing"
 
 
 def suite_dir() -> Path:

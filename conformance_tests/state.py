@@ -15,6 +15,7 @@ from .context import RunContext
 from .exitcodes import RunResult
 from .expectations import Expectations
 from .rows import Rows
+from .shards import Shard
 
 #: the overall time budget of a run unless --max-time says otherwise (the reference certifies in about a minute)
 DEFAULT_MAX_TIME_S = 3600.0
@@ -48,6 +49,11 @@ class RunState:
         self.deselected: list[str] = []  # by pytest's -k/-m/--deselect (or another plugin)
         self.selected: list[str] = []
         self.collection_errors: list[str] = []
+        #: --shard K/N: this run's part, every test selected before the split (collection order) and the shard
+        #: each of them went to (see shards.py)
+        self.shard: Shard | None = None
+        self.shard_selection: list[str] = []
+        self.shard_assigned: list[int] = []
         self.interrupts: list[str] = []
         self.packaged_sha256: str | None = None
         self.report_dir: Path | None = None
@@ -57,6 +63,8 @@ class RunState:
         self.is_worker = hasattr(config, "workerinput")  # a pytest-xdist worker: the controller writes the reports
         self.isolation = "off"
         self.max_time = DEFAULT_MAX_TIME_S
+        #: certify --reruns N: how many times a failed test runs again (None: never; see attempts.py)
+        self.reruns: int | None = None
         self.out_of_time: str | None = None
 
     def uncovered(self) -> list[str]:

@@ -21,6 +21,7 @@ from .deadlines import Hung
 from .errors import HarnessError
 from .isolation.executor import BackendLost
 from .oracle import CacheLayout, diff
+from .push_features import features
 from .recorder import Recorder, lit
 from .spec import CacheSpec, Fault, Scenario
 from .spec.value_language import CacheIdRef, ClusterRef, KeyOf, Lit, ValueExpr
@@ -423,13 +424,19 @@ class Testbed:
         """Run push_cache once (logged as the call under test); with ``bound`` a hang becomes an Outcome."""
         self.rec.lines += ["try:", f"    result = {call.code}", "except Exception as exc:  # noqa: BLE001",
                            "    outcome = exc", "else:", "    outcome = None"]
-        self.run.counters.push_calls += 1
-        self.run.counters.layouts.add(self.layout_key())
+        counters = self.run.counters
+        counters.push_calls += 1
+        counters.layouts.add(self.layout_key())
         start = time.monotonic()
         try:
             posargs, kwargs = call.build()
         except Exception as exc:  # noqa: BLE001 - building a key may raise; that is part of the outcome
             return Outcome(exc, time.monotonic() - start, phase="args", started=start)
+        outcome = self._call_push(posargs, kwargs, bound, start)
+        self._record(call, outcome)
+        return outcome
+
+    def _call_push(self, posargs: list[Any], kwargs: dict[str, Any], bound: float | None, start: float) -> Outcome:
         fn = self.local.cache_manager.push_cache
         try:
             if bound is None:
@@ -447,6 +454,12 @@ class Testbed:
         except Exception as exc:  # noqa: BLE001 - the outcome under test
             return Outcome(exc, time.monotonic() - start, started=start)
         return Outcome(None, time.monotonic() - start, result=result, started=start)
+
+    def _record(self, call: Call, outcome: Outcome) -> None:
+        """The push's features, for the likely-cause analysis (the judge says which class they count in)."""
+        push = features(call.raw(), self.src, self.dst, self.default_tnpl)
+        push["returned"] = outcome.exc is None and not outcome.hung
+        self.run.counters.last_push = push
 
     def layout_key(self) -> str:
         parts = []

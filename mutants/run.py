@@ -19,21 +19,23 @@ import os
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance_tests.report.model import LABEL_KIND
 from conformance_tests.spec import load_spec
 from mutants.catalog import MUTANTS, Mutant
 
-CAUGHT = {"failed", "incompatible"}
+CAUGHT = {"failed", "flaky", "incompatible"}
 LEVELS = ("must", "should")
 #: the parts of the suite that kill mutants: the clause tests, and the stateful suite (procedure history)
 PARTS = ("clauses", "histories")
 HISTORY_PROCEDURE = "history"
-# the clause outcome that counts as a kill, by the level the mutant breaks (a should clause never "fails")
-KILLING_OUTCOME = {"must": "failed", "should": "incompatible"}
+# the clause outcomes that count as a kill, by the level the mutant breaks (a should clause never "fails"; a flaky
+# must clause blocks the verdict as a failed one does)
+KILLING_OUTCOMES = {"must": ("failed", "flaky"), "should": ("incompatible",)}
 
 
 @dataclass
@@ -121,8 +123,8 @@ def judge(mutant: Mutant, report: dict[str, Any], result: Result, procedures: di
     result.verdict = report["verdict"]["label"]
     result.caught_by = sorted(c["id"] for c in report["clauses"] if c["outcome"] in CAUGHT)
     outcomes = {c["id"]: c["outcome"] for c in report["clauses"]}
-    killing = KILLING_OUTCOME[mutant.breaks]
-    result.caught_by_target = [t for t in mutant.targets if outcomes.get(t) == killing]
+    killing = KILLING_OUTCOMES[mutant.breaks]
+    result.caught_by_target = [t for t in mutant.targets if outcomes.get(t) in killing]
     result.killed_by = killing_parts(mutant, report, procedures or {})
     blocked = result.verdict.startswith("NOT CERTIFIED")
     if result.caught_by_target and mutant.by == "histories" and result.killed_by != ["histories"]:
@@ -136,21 +138,42 @@ def judge(mutant: Mutant, report: dict[str, Any], result: Result, procedures: di
         result.detail = f"{result.caught_by_target} failed, yet the verdict is {result.verdict}"
     elif result.caught_by:
         result.status = "unrelated"
-        result.detail = f"no target {killing}; caught only by other clauses"
+        result.detail = f"no target {' or '.join(killing)}; caught only by other clauses"
     else:
         result.status = "survived"
         result.detail = "no clause failed"
 
 
+#: the widest verdict label a report can give (the columns fit every verdict)
+VERDICT_WIDTH = max(len(label) for label in LABEL_KIND)
+STATUS_WIDTH = max(len(s) for s in ("killed", "survived", "unrelated", "error", "not_only_histories"))
+#: the widest "killed by" cell: every part of the suite joined
+PARTS_WIDTH = len("+".join(PARTS))
+
+
+def line(r: Result, name_width: int) -> str:
+    """One row of the matrix: the mutant, the level it breaks, its status, the verdict, seconds, and the target
+    clauses that caught it (failed for a must mutant, incompatible for a should one) or why not."""
+    others = [c for c in r.caught_by if c not in r.caught_by_target]
+    how = " or ".join(KILLING_OUTCOMES.get(r.breaks, ()))
+    shown = ([f"{', '.join(r.caught_by_target)} ({how})"] if r.caught_by_target else []) + (
+        [f"+ {len(others)} other"] if others else [])
+    return (f"{r.name.ljust(name_width)}  {r.breaks:6} {r.status:{STATUS_WIDTH}} "
+            f"{'+'.join(r.killed_by) or '-':{PARTS_WIDTH}} {r.verdict:{VERDICT_WIDTH}} "
+            f"{r.seconds:6.1f}  {'; '.join(shown) or r.detail}")
+
+
+def header(name_width: int) -> str:
+    return (f"{'mutant'.ljust(name_width)}  {'breaks':6} {'status':{STATUS_WIDTH}} {'killed by':{PARTS_WIDTH}} "
+            f"{'verdict':{VERDICT_WIDTH}} "
+            f"{'s':>6}  caught by (the target clauses and how; then the other clauses that failed)")
+
+
 def print_matrix(results: list[Result]) -> None:
     width = max(len(r.name) for r in results)
-    print(f"\n{'mutant'.ljust(width)}  {'breaks':6} {'status':9} {'killed by':17} {'verdict':15} {'s':>6}  "
-          "caught by (target clauses first)")
+    print("\n" + header(width))
     for r in results:
-        others = [c for c in r.caught_by if c not in r.caught_by_target]
-        shown = r.caught_by_target + ([f"+ {len(others)} other"] if others else [])
-        print(f"{r.name.ljust(width)}  {r.breaks:6} {r.status:9} {'+'.join(r.killed_by) or '-':17} "
-              f"{r.verdict:15} {r.seconds:6.1f}  {', '.join(shown) or r.detail}")
+        print(line(r, width))
     killed = sum(r.status == "killed" for r in results)
     only = sum(r.status == "killed" and r.killed_by == ["histories"] for r in results)
     print(f"\n{killed}/{len(results)} mutants killed ({only} by the histories alone); "
@@ -179,8 +202,18 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    width = max(len(m.name) for m in chosen)
+    print(f"certifying {len(chosen)} mutants, {max(1, args.jobs)} at a time; a line as each ends", flush=True)
+    counter = len(f"[{len(chosen)}/{len(chosen)}] ")
+    print(" " * counter + header(width), flush=True)
+    done: dict[str, Result] = {}
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = list(pool.map(lambda m: certify(m, out, extra), chosen))
+        futures = [pool.submit(certify, m, out, extra) for m in chosen]
+        for k, future in enumerate(as_completed(futures), 1):
+            r = future.result()
+            done[r.name] = r
+            print(f"[{k}/{len(chosen)}]".ljust(counter) + line(r, width), flush=True)
+    results = [done[m.name] for m in chosen]  # the matrix in catalog order
     print_matrix(results)
     elapsed = round(time.monotonic() - started, 1)
     matrix = {"mutants": [asdict(r) for r in results], "seconds": elapsed,

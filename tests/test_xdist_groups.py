@@ -9,7 +9,12 @@ from tests.helpers import ROOT
 def test_the_modules_with_full_runs_in_a_module_fixture_are_grouped() -> None:
     groups = grouped_modules(ROOT / "tests", ROOT)
     assert groups == {
+        "tests/examples/test_third_party_readme.py": "test_third_party_readme",
+        "tests/kit/test_readme_commands.py": "test_readme_commands",
         "tests/kit/test_repro_and_diff.py": "test_repro_and_diff",
+        "tests/kit/test_reruns.py": "test_reruns",
+        "tests/kit/test_shards.py": "test_shards",
         "tests/kit/test_vendor_deviations.py": "test_vendor_deviations",
         "tests/kit/test_verdicts.py": "test_verdicts",
+        "tests/kit/test_verify.py": "test_verify",
     }

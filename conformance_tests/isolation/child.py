@@ -92,7 +92,7 @@ def capabilities_as_data(caps: dict[str, Any]) -> tuple[dict[str, Any], list[str
 
 
 def serve(conn: Connection, target: str) -> None:
-    from conformance_tests.backend import BackendError, backend_capabilities, resolve_backend
+    from conformance_tests.resolution import BackendError, backend_capabilities, resolve_backend
 
     try:
         backend, resolved = resolve_backend(target)

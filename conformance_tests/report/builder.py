@@ -7,8 +7,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .causes import likely_causes
 from .model import (
     BLOCKING_LEVELS,
+    BLOCKING_TEST_OUTCOMES,
     CERTIFIED,
     CERTIFIED_DECLARED,
     CERTIFIED_WITH_WAIVERS,
@@ -108,6 +110,8 @@ def clause_outcome(level: str, outcomes: list[str]) -> str:
     seen = set(outcomes)
     if seen & {"failed", "error"}:
         return "incompatible" if level == "should" else "failed"
+    if "flaky" in seen:  # failed, then passed when run again: at should level, as a should failure is
+        return "incompatible" if level == "should" else "flaky"
     if "incompatible" in seen:
         return "incompatible"
     if "xfailed" in seen:
@@ -188,6 +192,7 @@ def completeness_section(completeness: Mapping[str, Any] | None) -> dict[str, An
         "left_out": left_out,
         "interrupted": c.get("interrupted"),
         "spec": c.get("spec"),
+        **({"shard": c["shard"]} if c.get("shard") is not None else {}),
     }
 
 
@@ -227,7 +232,7 @@ def compute_verdict(
     """
     full = completeness_section(completeness)["full"]
     blocking_tests = [
-        t["id"] for t in tests if t["level"] in BLOCKING_LEVELS and t["outcome"] in ("failed", "error")
+        t["id"] for t in tests if t["level"] in BLOCKING_LEVELS and t["outcome"] in BLOCKING_TEST_OUTCOMES
     ]
     blocking_set = set(blocking_tests)
     failing = {cid for t in tests if t["id"] in blocking_set for cid in t["clauses"]
@@ -264,7 +269,7 @@ def compute_verdict(
     known = {c["id"] for c in clauses}
     blocking += sorted(failing - known)
     should = [c for c in clauses if c["level"] == "should"]
-    tested = [c for c in should if c["outcome"] in ("passed", "failed", "incompatible", "xfailed")]
+    tested = [c for c in should if c["outcome"] in ("passed", "failed", "flaky", "incompatible", "xfailed")]
     compatibility = (
         round(sum(1 for c in tested if c["outcome"] == "passed") / len(tested), 6) if tested else None
     )
@@ -291,9 +296,13 @@ def compute_verdict(
 
     reasons: list[str] = []
     failed_n = sum(1 for t in tests if t["id"] in blocking_set and t["outcome"] == "failed")
-    error_n = len(blocking_tests) - failed_n
+    flaky = [t["id"] for t in tests if t["id"] in blocking_set and t["outcome"] == "flaky"]
+    error_n = len(blocking_tests) - failed_n - len(flaky)
     if failed_n:
         reasons.append(f"{failed_n} must/may test(s) failed")
+    if flaky:
+        reasons.append(f"{len(flaky)} must/may test(s) flaky: failed, then passed when run again (a flaky test blocks "
+                       "as a failure does)")
     if error_n:
         reasons.append(f"{error_n} must/may test(s) ended in error")
     if untested:
@@ -320,9 +329,34 @@ def compute_verdict(
         "blocking_tests": blocking_tests,
         "no_passing": no_passing,
         "waived_must_tests": waived_must,
+        "flaky_tests": flaky,
         "compatibility": compatibility,
         "reasons": reasons,
     }
+
+
+def blocking_details(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The blocking clauses as a reader meets them: those the first likely cause explains first, then by how many
+    of their tests failed, each with its title and its first failure message."""
+    by_id = {c["id"]: c for c in report["clauses"]}
+    failing: dict[str, list[dict[str, Any]]] = {}
+    for t in report["tests"]:
+        if t["outcome"] in BLOCKING_TEST_OUTCOMES:
+            for cid in t["clauses"]:
+                failing.setdefault(cid, []).append(t)
+    causes = report.get("likely_causes") or []
+    first_cause = set(causes[0]["clauses"]) if causes and causes[0].get("predicate") else set()
+    order = {cid: i for i, cid in enumerate(report["verdict"]["blocking"])}
+    out = []
+    for cid in sorted(report["verdict"]["blocking"],
+                      key=lambda c: (c not in first_cause, -len(failing.get(c, [])), order[c])):
+        clause, tests = by_id.get(cid, {}), failing.get(cid, [])
+        out.append({"id": cid, "title": clause.get("title"), "level": clause.get("level"),
+                    "outcome": clause.get("outcome", "failed"), "failing_tests": len(tests),
+                    "first_test": tests[0]["id"] if tests else None,
+                    "first_message": next((t.get("message") for t in tests if t.get("message")), None),
+                    "deviation": clause.get("deviation")})
+    return out
 
 
 def build_report(
@@ -376,6 +410,8 @@ def build_report(
     report["summary"] = _summary(test_rows)
     report["clause_summary"] = _clause_summary(clause_rows)
     report["verdict"] = compute_verdict(test_rows, clause_rows, report["completeness"])
+    report["likely_causes"] = likely_causes(test_rows, run.get("passing_push_features") or {})
+    report["blocking_details"] = blocking_details(report)
     report["warnings"] = _unique(warnings)
     validate_report(report)
     return report

@@ -1,6 +1,8 @@
-"""`python -m conformance_tests report render|summary|diff`: work on report.json files.
+"""`python -m conformance_tests report render|summary|diff|verify|merge`: work on report.json files.
 
-Exit codes: 0 fine; 1 `diff` found a regression; 2 bad input (one line on stderr).
+Exit codes: 0 fine; 1 `diff` found a regression, or `verify` a difference; 2 bad input (one line on stderr).
+`merge` exits with the code `certify` gives the merged report's verdict (0, 1, 5 or 6; 4 when it could not be
+written).
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Any
 
 from .diff import diff_reports, format_diff
 from .markdown import format_compatibility
+from .merge import merge_reports, read_shard
 from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES
-from .render import render_derived
+from .render import render_derived, write_reports
 from .schema import ReportError, load_report
 
 
@@ -36,6 +39,20 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
     diff.add_argument("before", type=Path, metavar="A.json")
     diff.add_argument("after", type=Path, metavar="B.json")
     diff.add_argument("--json", action="store_true", help="print the differences as JSON")
+    verify = sub.add_parser("verify", help="run again the certification a report describes; VERIFIED when the "
+                                           "verdict and every row agree, else each difference (exit 1)")
+    verify.add_argument("report", type=Path, metavar="REPORT_JSON")
+    verify.add_argument("--out", type=Path, default=None,
+                        help="keep the re-run's reports in this folder (default: a temporary one)")
+    verify.add_argument("--json", action="store_true", help="print the verification as JSON")
+    merge = sub.add_parser(
+        "merge", help="join the reports of `certify --shard K/N` runs into the report of the whole run; exit code "
+                      "as certify's for its verdict"
+    )
+    merge.add_argument("reports", type=Path, nargs="+", metavar="SHARD_REPORT_JSON")
+    merge.add_argument("--out", type=Path, required=True, metavar="DIR",
+                       help="folder for report.json and the formats derived from it (a partial result never "
+                            "replaces a full report there: it goes to DIR.partial/)")
     return parser
 
 
@@ -93,7 +110,8 @@ def format_summary(report: dict[str, Any]) -> str:
         "",
         f"tests: {summary['tests']}",
     ]
-    lines += _table([tuple(TEST_OUTCOMES), tuple(str(summary[o]) for o in TEST_OUTCOMES)])
+    # summary.get: a report written before an outcome existed (flaky) has no count for it
+    lines += _table([tuple(TEST_OUTCOMES), tuple(str(summary.get(o, 0)) for o in TEST_OUTCOMES)])
     counts = dict.fromkeys(CLAUSE_OUTCOMES, 0)
     for clause in report["clauses"]:
         counts[clause["outcome"]] += 1
@@ -101,7 +119,7 @@ def format_summary(report: dict[str, Any]) -> str:
     lines += _table([tuple(CLAUSE_OUTCOMES), tuple(str(counts[o]) for o in CLAUSE_OUTCOMES)])
     blocking = set(verdict["blocking"])
     failing = [
-        c for c in report["clauses"] if c["outcome"] in ("failed", "incompatible") or c["id"] in blocking
+        c for c in report["clauses"] if c["outcome"] in ("failed", "flaky", "incompatible") or c["id"] in blocking
     ]
     lines.append("")
     if failing:
@@ -114,6 +132,12 @@ def format_summary(report: dict[str, Any]) -> str:
         lines += _table(rows)
     else:
         lines.append("failing clauses: none")
+    flaky = [t for t in report["tests"] if t["outcome"] == "flaky"]
+    if flaky:
+        lines += ["", f"flaky tests (failed, then passed when run again): {len(flaky)}"]
+        lines += _table([("test", "level", "attempts")] + [
+            (t["id"], t["level"], " -> ".join(a["outcome"] for a in t.get("attempts") or []) or "hypothesis replay")
+            for t in flaky])
     known = {c["id"] for c in report["clauses"]}
     extra = [cid for cid in verdict["blocking"] if cid not in known]
     if extra:
@@ -135,13 +159,63 @@ def _diff(args: argparse.Namespace) -> int:
     return 1 if diff["regression"] else 0
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from . import verify
+
+    return verify.main(args.report, args.out, args.json)
+
+
+def verdict_line(report: dict[str, Any]) -> str:
+    """The verdict as certify's terminal summary words it."""
+    verdict, backend = report["verdict"], report["backend"]
+    line = (f"verdict: {verdict['label']} — backend {backend['name']} {backend.get('version') or '?'} against "
+            f"spec {report['spec']['version']}")
+    if verdict.get("blocking"):
+        line += "; blocking clauses: " + ", ".join(verdict["blocking"])
+    return line
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    """``report merge``: read every shard report (a bad one is a one-line error), merge, write the set into
+    --out (DIR.partial/ instead when the result is partial and DIR holds a full report), print the verdict and
+    the files; the exit code is the one certify gives that verdict."""
+    from .. import exitcodes
+    from .folders import check_writable, holds_full_report, partial_sibling
+
+    shards = [read_shard(p) for p in args.reports]
+    report = merge_reports(shards)
+    out = Path(args.out)
+    partial = bool(report["verdict"].get("partial"))
+    if partial and holds_full_report(out):
+        out = partial_sibling(out)
+    problem = check_writable(out)
+    if problem:
+        raise ReportError(f"--out {args.out}: reports cannot be written: {problem}")
+    try:
+        paths = write_reports(report, out)
+    except OSError as exc:
+        print(f"error: reports not written to {out}: {exc.strerror or exc}", file=sys.stderr)
+        return exitcodes.INTERNAL_ERROR
+    merged = ", ".join(f"{s.index}/{s.count}" for s in sorted(shards, key=lambda s: s.index))
+    print(f"merged {len(shards)} shard report(s) ({merged}): {report['summary']['tests']} tests, "
+          f"{report['completeness']['left_out_count']} left out")
+    if partial:
+        print("partial: " + "; ".join(report["completeness"]["reasons"]))
+    if out != Path(args.out):
+        print(f"the full report in {args.out} is kept (a partial result never overwrites it)")
+    for name, path in sorted(paths.items()):
+        print(f"report {name}: {path}")
+    print(verdict_line(report))
+    return exitcodes.for_verdict(report["verdict"])
+
+
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """Run one report subcommand; returns the exit code (argparse usage errors also give 2)."""
     try:
         args = _parser(prog).parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
-    handlers = {"render": _render, "summary": _summary, "diff": _diff}
+    handlers = {"render": _render, "summary": _summary, "diff": _diff, "verify": _verify, "merge": merge_command}
     try:
         return handlers[args.command](args)
     except ReportError as exc:

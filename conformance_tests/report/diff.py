@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-#: How bad an outcome is; 2 and above is a failure (a regression when it appears or worsens).
-SEVERITY = {"failed": 3, "error": 3, "incompatible": 2}
+#: How bad an outcome is; 2 and above is a failure (a regression when it appears or worsens). A flaky test failed
+#: and then passed when run again: it blocks as a failure does, so it weighs as one.
+SEVERITY = {"failed": 3, "error": 3, "flaky": 3, "incompatible": 2}
 FAILING = 2
 #: A failure counts as fixed only when it now passes (not when it is skipped or untested).
 PASSING = frozenset({"passed", "xpassed"})
+#: the kinds of change, each change in exactly one (the order `report diff` prints them)
+BUCKETS = ("newly_failing", "fixed", "added", "removed", "changed")
+LABELS = {"newly_failing": "newly failing", "fixed": "fixed", "added": "added", "removed": "removed",
+          "changed": "other change"}
 
 
 def _severity(outcome: str | None) -> int:
@@ -16,24 +21,25 @@ def _severity(outcome: str | None) -> int:
 
 
 def _align(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Each change once, in the first bucket that fits: newly failing (new or worse, and failing), fixed (failing,
+    now passing), added, removed, then any other change of outcome."""
     a = {row["id"]: row["outcome"] for row in before}
     b = {row["id"]: row["outcome"] for row in after}
-    out: dict[str, list[Any]] = {"newly_failing": [], "fixed": [], "added": [], "removed": [], "changed": []}
+    out: dict[str, list[Any]] = {key: [] for key in BUCKETS}
     for key in b:
-        if key not in a:
-            out["added"].append({"id": key, "after": b[key]})
-            if _severity(b[key]) >= FAILING:
-                out["newly_failing"].append({"id": key, "before": None, "after": b[key]})
+        was, now = a.get(key), b[key]
+        if key in a and was == now:
             continue
-        if a[key] == b[key]:
-            continue
-        change = {"id": key, "before": a[key], "after": b[key]}
-        out["changed"].append(change)
-        if _severity(b[key]) >= FAILING and _severity(b[key]) > _severity(a[key]):
+        change = {"id": key, "before": was, "after": now}
+        if _severity(now) >= FAILING and _severity(now) > _severity(was):
             out["newly_failing"].append(change)
-        elif _severity(a[key]) >= FAILING and b[key] in PASSING:
+        elif key not in a:
+            out["added"].append(change)
+        elif _severity(was) >= FAILING and now in PASSING:
             out["fixed"].append(change)
-    out["removed"] = [{"id": key, "before": a[key]} for key in a if key not in b]
+        else:
+            out["changed"].append(change)
+    out["removed"] = [{"id": key, "before": a[key], "after": None} for key in a if key not in b]
     return out
 
 
@@ -62,22 +68,12 @@ def diff_reports(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
 
 
 def _lines(kind: str, changes: dict[str, list[Any]]) -> list[str]:
-    out = [
-        f"{kind}: {len(changes['newly_failing'])} newly failing, {len(changes['fixed'])} fixed, "
-        f"{len(changes['added'])} added, {len(changes['removed'])} removed, {len(changes['changed'])} changed outcome"
-    ]
-    labels = (
-        ("newly_failing", "newly failing"),
-        ("fixed", "fixed"),
-        ("added", "added"),
-        ("removed", "removed"),
-        ("changed", "changed outcome"),
-    )
-    for key, label in labels:
+    out = [f"{kind}: " + ", ".join(f"{len(changes[key])} {LABELS[key]}" for key in BUCKETS)]
+    for key in BUCKETS:
         for item in changes[key]:
-            before = item.get("before", "-") or "-"
-            after = item.get("after", "-") or "-"
-            out.append(f"  {label:<16} {item['id']}  {before} -> {after}")
+            before = item.get("before") or "-"
+            after = item.get("after") or "-"
+            out.append(f"  {LABELS[key]:<14} {item['id']}  {before} -> {after}")
     return out
 
 

@@ -1,10 +1,12 @@
 """Report folders: safe names, where full and partial runs write, one lock per folder, the set swapped in whole.
 
 - ``safe_name(name)`` turns a backend name into one path component: nothing but ``[A-Za-z0-9._-]``, no leading
-  dot (so never ``.``, ``..`` or a hidden folder), at most 80 characters, never empty, never ending in
-  ``.partial``.
-- ``default_folder(base, name, partial)``: ``reports/<name>/`` for a full run, ``reports/<name>.partial/`` for a
-  partial one; checked to lie directly inside ``base``.
+  dot (so never ``.``, ``..`` or a hidden folder), never empty, never ending in ``.partial``; a name that had to
+  change carries a hash of itself, so different names get different folders.
+- ``default_folder(base, name, partial, release)``: ``reports/<name>/`` for a full run, ``reports/<name>.partial/``
+  for a partial one, ``reports/<name>@<release>/`` for a release other than the spec's newest; checked to lie
+  directly inside ``base``.
+- Under the lock, the temporary folders and files a killed run left beside the folder are removed.
 - ``write_files(files, folder)``: under an exclusive ``fcntl.flock`` on ``<parent>/.locks/<name>.lock``, writes
   the files into a fresh sibling folder and swaps it with ``folder`` in one step (``renameat2(RENAME_EXCHANGE)``
   where the kernel has it, else two renames), so a reader or a concurrent run never sees a mixed set.  A folder
@@ -18,6 +20,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import hashlib
 import json
 import os
 import secrets
@@ -30,23 +33,32 @@ PARTIAL_SUFFIX = ".partial"
 LOCK_DIR = ".locks"
 _MAX_NAME = 80
 _UNNAMED = "unnamed-backend"
+_HASH_CHARS = 10
 
 
 def safe_name(name: str) -> str:
-    """One safe path component for a backend name (see the module docstring)."""
-    text = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "_" for ch in str(name))
+    """One safe path component for a backend name (see the module docstring). A name that had to change (a
+    character outside the safe set, a leading dot, its length) gets a short hash of the name itself, so two
+    different names never share a folder."""
+    name = str(name)
+    text = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "_" for ch in name)
     text = text.lstrip(".")[:_MAX_NAME].rstrip(".")
-    if not text:
-        return _UNNAMED
     if text.endswith(PARTIAL_SUFFIX):
         text += "_"  # reserved for the partial folder of the backend without the suffix
+    if not name:
+        return _UNNAMED
+    if text != name:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+        text = f"{text or _UNNAMED}-{digest}"
     return text
 
 
-def default_folder(base: Path, name: str, partial: bool) -> Path:
-    """``base/<safe name>`` for a full run, ``base/<safe name>.partial`` for a partial one."""
+def default_folder(base: Path, name: str, partial: bool, release: str | None = None) -> Path:
+    """``base/<safe name>`` for a full run, ``base/<safe name>.partial`` for a partial one; a release other than
+    the spec's newest is part of the name (``<safe name>@<release>``)."""
     base = Path(base)
-    folder = base / (safe_name(name) + (PARTIAL_SUFFIX if partial else ""))
+    stem = safe_name(name) + (f"@{safe_name(release)}" if release else "")
+    folder = base / (stem + (PARTIAL_SUFFIX if partial else ""))
     if folder.resolve().parent != base.resolve():  # cannot happen with safe_name; checked all the same
         raise ValueError(f"report folder {folder} is not inside {base}")
     return folder
@@ -158,11 +170,28 @@ def _write_atomic(path: Path, text: str) -> Path:
     return path
 
 
+def remove_stale(folder: Path) -> list[Path]:
+    """Remove what a killed run left beside ``folder`` (its ``.new-``/``.old-`` sets, half-written files); called
+    under the folder's lock, so no live writer's temporaries are touched. Returns what it removed."""
+    folder = Path(folder)
+    removed = []
+    for pattern in (f".{folder.name}.new-*", f".{folder.name}.old-*"):
+        for stale in folder.parent.glob(pattern):
+            shutil.rmtree(stale, ignore_errors=True)
+            removed.append(stale)
+    if folder.is_dir():
+        for stale in folder.glob(".*.tmp*"):
+            stale.unlink(missing_ok=True)
+            removed.append(stale)
+    return removed
+
+
 def write_files(files: Mapping[str, str], folder: Path) -> dict[str, Path]:
     """Write ``{file name: text}`` into ``folder`` as one set (see the module docstring)."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with folder_lock(folder):
+        remove_stale(folder)
         if folder.exists() and not _only_report_files(folder):
             folder.mkdir(parents=True, exist_ok=True)  # a folder holding other things: never swapped away
             return {name: _write_atomic(folder / name, text) for name, text in files.items()}

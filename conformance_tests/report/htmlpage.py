@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 
 from .badge import badge_kind
-from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES
+from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES, seed_text
 
 #: how many left-out tests the page lists by name (report.json lists them all)
 LEFT_OUT_SHOWN = 500
@@ -19,7 +19,7 @@ TEMPLATES = Path(__file__).with_name("templates")
 
 @functools.cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
@@ -27,6 +27,14 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.filters["lines"] = first_lines
+    return env
+
+
+def first_lines(text: Any, n: int) -> str:
+    """The first ``n`` lines of a message (a failure's byte diff comes in its first lines)."""
+    lines = str(text or "").splitlines()
+    return "\n".join(lines[:n] + ([f"… {len(lines) - n} more lines"] if len(lines) > n else []))
 
 
 def _families(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -51,7 +59,7 @@ def to_html(report: dict[str, Any]) -> str:
     for clause in report["clauses"]:
         clause_counts[clause["outcome"]] += 1
     anchors = {t["id"]: f"test-{i}" for i, t in enumerate(report["tests"])}
-    failures = [t for t in report["tests"] if t["outcome"] in ("failed", "error", "incompatible")]
+    failures = [t for t in report["tests"] if t["outcome"] in FAILING_TEST_OUTCOMES]
     compat = report["verdict"]["compatibility"]
     kind = badge_kind(report["verdict"])
     verdict_class = {"certified": "ok", "certified_declared": "ok", "certified_with_waivers": "waivers",
@@ -66,9 +74,11 @@ def to_html(report: dict[str, Any]) -> str:
             clause_counts=clause_counts,
             families=_families(report),
             failures=failures,
+            failing_outcomes=FAILING_TEST_OUTCOMES,
             anchors=anchors,
             compatibility="n/a" if compat is None else f"{compat:.1%}",
             verdict_class=verdict_class,
             left_out_shown=LEFT_OUT_SHOWN,
+            seed_text=seed_text(report["run"]),
         )
     )

@@ -1,8 +1,10 @@
 """JUnit XML derived from a report dict.
 
-Mapping: failed -> <failure>, error -> <error>; skipped, not_supported, xfailed and incompatible (a should-level
-miss, not blocking) -> <skipped type="...">; passed and xpassed -> a plain testcase. Every testcase carries its
-outcome, level and clauses as properties, so nothing of the report is lost.
+Mapping: failed -> <failure>, error -> <error>; flaky (failed, then passed when run again) -> <failure
+type="flaky"> at must and may level, where it blocks, and <skipped type="flaky"> at should level, where it does not;
+skipped, not_supported, xfailed and incompatible (a should-level miss, not blocking) -> <skipped type="...">; passed
+and xpassed -> a plain testcase. Every testcase carries its outcome, level and clauses as properties (and a re-run
+test its attempts), so nothing of the report is lost.
 """
 
 from __future__ import annotations
@@ -10,7 +12,18 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from .model import BLOCKING_LEVELS
+
 SKIP_LIKE = ("skipped", "not_supported", "xfailed", "incompatible")
+
+
+def _blocking_flaky(test: dict[str, Any]) -> bool:
+    return test["outcome"] == "flaky" and test["level"] in BLOCKING_LEVELS
+
+
+def _attempts_text(test: dict[str, Any]) -> str:
+    attempts = test.get("attempts") or []
+    return ", ".join(f"{i} {a['outcome']}" for i, a in enumerate(attempts, 1))
 
 
 def _classname_and_name(test_id: str) -> tuple[str, str]:
@@ -45,11 +58,13 @@ def _waiver_properties(waiver: dict[str, Any] | None) -> list[tuple[str, Any]]:
 def to_junit(report: dict[str, Any]) -> str:
     """The report as a JUnit XML document (a string with an XML declaration)."""
     summary = report["summary"]
+    blocking_flaky = sum(1 for t in report["tests"] if _blocking_flaky(t))
+    other_flaky = sum(1 for t in report["tests"] if t["outcome"] == "flaky") - blocking_flaky
     counts = {
         "tests": str(summary["tests"]),
-        "failures": str(summary["failed"]),
+        "failures": str(summary["failed"] + blocking_flaky),
         "errors": str(summary["error"]),
-        "skipped": str(sum(summary[o] for o in SKIP_LIKE)),
+        "skipped": str(sum(summary[o] for o in SKIP_LIKE) + other_flaky),
         "time": f"{float(report['run'].get('duration_s') or 0):.3f}",
     }
     suite_name = f"{report['suite']['name']} [{report['backend']['name']}]"
@@ -81,6 +96,8 @@ def to_junit(report: dict[str, Any]) -> str:
         ("histories", report["run"].get("histories")),
         ("history_steps", report["run"].get("history_steps")),
         ("history_pushes", report["run"].get("history_pushes")),
+        ("reruns", report["run"].get("reruns")),
+        ("flaky", summary.get("flaky", 0)),
         ("run.full", "true" if completeness.get("full", True) else "false"),
         ("expectations.path", exp.get("path")),
         ("expectations.sha256", exp.get("sha256")),
@@ -106,11 +123,15 @@ def to_junit(report: dict[str, Any]) -> str:
             ("level", test["level"]),
             ("clauses", " ".join(test["clauses"])),
             ("expected", test["expected"]),
+            *([("attempts", _attempts_text(test))] if test.get("attempts") else []),
             *_waiver_properties(test.get("waiver")),
         ):
             ET.SubElement(tprops, "property", {"name": pname, "value": _clean(pvalue)})
         outcome = test["outcome"]
         body = _clean(test.get("message"))
+        if outcome == "flaky":
+            tries = _attempts_text(test) or "1 flaky (hypothesis ran the failing example again and it passed)"
+            body = f"flaky: failed, then passed when run again; attempts: {tries}\n\n{body}"
         if test.get("repro"):
             body += "\n\n# reproduction\n" + _clean(test["repro"])
         hypo = test.get("hypothesis") or {}
@@ -120,6 +141,11 @@ def to_junit(report: dict[str, Any]) -> str:
             el = ET.SubElement(
                 case, "failure", {"type": "failed", "message": _short(test.get("message"), outcome)}
             )
+            el.text = body
+        elif outcome == "flaky":
+            message = f"flaky ({_attempts_text(test) or 'hypothesis replay'}): {_short(test.get('message'), outcome)}"
+            el = ET.SubElement(case, "failure" if _blocking_flaky(test) else "skipped",
+                               {"type": "flaky", "message": message[:300]})
             el.text = body
         elif outcome == "error":
             el = ET.SubElement(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES
+from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES, seed_text
 
 
 def _cell(value: Any, limit: int = 0) -> str:
@@ -38,35 +38,84 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _failure_section(title: str, tests: list[dict[str, Any]], note: str) -> list[str]:
+#: a PR comment takes 65,536 characters; the summary stays below it (the HTML page holds everything)
+MAX_CHARS = 60_000
+#: failures shown with their message, and the first of them shown with their reproduction too
+FAILURES_SHOWN = 40
+REPROS_SHOWN = 3
+#: waived tests the summary lists by name
+WAIVERS_SHOWN = 50
+#: lines of a failure message shown (its byte diff comes in its first lines)
+MESSAGE_LINES = 16
+
+
+def _message_block(message: Any, lines: int = MESSAGE_LINES) -> list[str]:
+    text = str(message or "").rstrip()
+    if not text:
+        return []
+    rows = text.splitlines()
+    if len(rows) > lines:
+        rows = rows[:lines] + [f"… {len(rows) - lines} more lines (index.html has the whole message)"]
+    return "\n".join(_fence("\n".join(rows), "")).splitlines()
+
+
+def _failure_section(title: str, tests: list[dict[str, Any]], note: str, *, shown: int = FAILURES_SHOWN,
+                     repros: int = REPROS_SHOWN) -> list[str]:
     if not tests:
         return []
-    lines = ["", f"## {title} ({len(tests)})", "", note, ""]
-    lines += _table(
-        ["#", "test", "clauses", "level", "outcome", "message"],
-        [
-            [
-                str(i),
-                _code(t["id"]),
-                "<br>".join(_code(c) for c in t["clauses"]) or " ",
-                t["level"],
-                f"**{t['outcome']}**",
-                _cell(t.get("message"), 300),
-            ]
-            for i, t in enumerate(tests, 1)
-        ],
-    )
-    for i, t in enumerate(tests, 1):
-        if not (t.get("repro") or (t.get("hypothesis") or {}).get("example")):
-            continue
-        lines += ["", f"### {i}. `{_cell(t['id'])}`", ""]
-        if t.get("repro"):
-            lines += ["Reproduction:", ""] + _fence(t["repro"])
+    lines = ["", f"## {title} ({len(tests)})", "", note]
+    for i, t in enumerate(tests[:shown], 1):
+        lines += ["", f"### {i}. {_code(t['id'])}", "",
+                  f"**{t['outcome']}**, level {t['level']}; clauses " + ", ".join(_code(c) for c in t["clauses"]), ""]
+        if t.get("attempts"):
+            lines += [attempts_line(t["attempts"]), ""]
+        lines += _message_block(t.get("message"))
+        if i <= repros and t.get("repro"):
+            lines += ["", "Reproduction:", ""] + _fence(t["repro"])
         hypo = t.get("hypothesis") or {}
-        if hypo.get("example"):
-            lines += ["", f"Hypothesis minimal example (seed `{_cell(hypo.get('seed'))}`):", ""]
-            lines += _fence(str(hypo["example"]), "")
+        if i <= repros and hypo.get("example"):
+            lines += ["", "Hypothesis minimal example:", ""] + _fence(str(hypo["example"]), "")
+    if len(tests) > shown:
+        lines += ["", f"… and {len(tests) - shown} more: index.html lists every failure with its reproduction."]
+    elif any(t.get("repro") for t in tests[repros:]):
+        lines += ["", "index.html has the reproduction of every failure."]
     return lines
+
+
+def attempts_line(attempts: list[dict[str, Any]]) -> str:
+    """A re-run test's attempts in order, e.g. "Attempts: 1 failed, 2 passed"."""
+    return "Attempts: " + ", ".join(f"{i} {a['outcome']}" for i, a in enumerate(attempts, 1))
+
+
+def _causes_section(report: dict[str, Any]) -> list[str]:
+    causes = report.get("likely_causes") or []
+    if not causes:
+        return []
+    lines = ["## Likely cause", "",
+             "The features of the failing pushes that no passing push shares (from the pushes the run recorded):", ""]
+    for i, c in enumerate(causes, 1):
+        lines += [f"{i}. **{_cell(c['statement'])}**. Clauses: " + ", ".join(_code(x) for x in c["clauses"])]
+        if c.get("first_message"):
+            lines += [""] + ["   " + ln for ln in _message_block(c["first_message"], 12)]
+    return lines + [""]
+
+
+def _blocking_section(report: dict[str, Any]) -> list[str]:
+    verdict = report["verdict"]
+    lines = ["## Blocking clauses", ""]
+    details = report.get("blocking_details") or [{"id": cid} for cid in verdict["blocking"]]
+    if not details:
+        return lines + ["None.", ""]
+    for d in details:
+        count = d.get("failing_tests")
+        lines.append(f"- {_code(d['id'])} ({d.get('level') or '?'}"
+                     + (f"; {count} failing test{'s' if count != 1 else ''}" if count is not None else "")
+                     + f") {_cell(d.get('title') or '')}")
+        if d.get("deviation"):
+            lines.append(f"  - known departure (the spec records it): {_cell(d['deviation'])}")
+        if d.get("first_message"):
+            lines += [""] + ["  " + ln for ln in _message_block(d["first_message"], 8)]
+    return lines + [""]
 
 
 #: how many left-out tests the summary lists by name (report.json lists them all)
@@ -124,47 +173,84 @@ def _waivers_section(report: dict[str, Any]) -> list[str]:
     if not exp.get("path") and not exp.get("waived"):
         return []
     lines = ["", "## Expectations file (waivers)", "", f"- **File:** {expectations_line(exp)}"]
+    expired = exp.get("expired") or []
+    if expired:
+        lines += ["", f"### Expired entries, ignored ({len(expired)})", ""]
+        lines += [f"- entries[{e['index']}] {_code(e['match'])} {e['outcome']}, expired {_cell(e.get('expires'))}: "
+                  f"{_cell(e.get('reason'))}" for e in expired]
     waived = exp.get("waived") or []
     if waived:
         lines += ["", f"### Waived tests ({len(waived)})", ""]
         lines += _table(
             ["test", "level", "outcome", "reason", "expires", "entry"],
             [[_code(w["test"]), w["level"], w["outcome"], _cell(w.get("reason")), _cell(w.get("expires") or "never"),
-              _cell(w.get("match"))] for w in waived],
+              _cell(w.get("match"))] for w in waived[:WAIVERS_SHOWN]],
         )
-    expired = exp.get("expired") or []
-    if expired:
-        lines += ["", f"### Expired entries, ignored ({len(expired)})", ""]
-        lines += [f"- entries[{e['index']}] {_code(e['match'])} {e['outcome']}, expired {_cell(e.get('expires'))}: "
-                  f"{_cell(e.get('reason'))}" for e in expired]
+        if len(waived) > WAIVERS_SHOWN:
+            lines += ["", f"… and {len(waived) - WAIVERS_SHOWN} more (report.json and index.html list them all)."]
     return lines
 
 
 def to_markdown(report: dict[str, Any]) -> str:
-    """A human summary: verdict, counts, blocking clauses, failures with their reproduction."""
+    """A human summary that leads with the cause: verdict, likely cause, blocking clauses with their first failure
+    message, the failures; then the run, the counts and the rest. It fits a PR comment (MAX_CHARS)."""
+    for shown, repros in ((FAILURES_SHOWN, REPROS_SHOWN), (FAILURES_SHOWN, 0), (15, 0), (5, 0), (0, 0)):
+        text = _markdown(report, shown, repros)
+        if len(text) <= MAX_CHARS:
+            return text
+    return text[: MAX_CHARS - 80] + "\n\n… cut to fit a PR comment: index.html holds the whole report.\n"
+
+
+def _markdown(report: dict[str, Any], shown: int, repros: int) -> str:
     verdict, summary = report["verdict"], report["summary"]
     spec, backend, suite, run = report["spec"], report["backend"], report["suite"], report["run"]
     lines = [
         f"# push_cache conformance: {_mark(verdict)} {verdict['label']}",
         "",
-        f"- **Backend:** {_code(backend['name'])} {_cell(backend.get('version'))}",
-        f"- **Spec:** {_cell(spec['version'])} (sha256 {_code(spec.get('sha256') or 'unknown')})",
-        f"- **Suite:** {_cell(suite['name'])} {_cell(suite['version'])}",
-        f"- **Run:** started {_cell(run.get('started'))}, {float(run.get('duration_s') or 0):.2f} s, "
-        f"hypothesis profile {_code(run.get('hypothesis_profile'))}, seed {_code(run.get('hypothesis_seed'))}; "
-        + _counters_line(run),
-        f"- **Expectations:** {expectations_line(report['expectations'])}",
-        f"- **Compatibility (should-clauses passed):** {format_compatibility(verdict['compatibility'])}",
+        f"Backend {_code(backend['name'])} {_cell(backend.get('version'))}, spec {_cell(spec['version'])}, "
+        f"{summary['tests']} tests, {len(report['clauses'])} clauses.",
         "",
     ]
     if verdict.get("reasons"):
         lines += ["Why: " + "; ".join(_cell(r) for r in verdict["reasons"]), ""]
+    lines += _causes_section(report)
+    lines += _blocking_section(report)
+    tests = report["tests"]
+    lines += _failure_section(
+        "Failures",
+        [t for t in tests if t["outcome"] in ("failed", "error")],
+        "Must- and may-level violations block certification; should-level ones are listed as incompatibilities.",
+        shown=shown, repros=repros,
+    )
+    lines += _failure_section(
+        "Flaky tests",
+        [t for t in tests if t["outcome"] == "flaky"],
+        "Failed (or errored), then passed when run again. A must or may test that is flaky blocks certification as "
+        "a failure does; a should-level one is an incompatibility. The message is the failing attempt's.",
+        shown=min(shown, 20), repros=repros,
+    )
+    lines += _failure_section(
+        "Incompatibilities",
+        [t for t in tests if t["outcome"] == "incompatible"],
+        "Should-level clauses the backend does not meet. They do not block certification.",
+        shown=min(shown, 10), repros=0,
+    )
+    lines += [
+        "", "## Run", "",
+        f"- **Backend:** {_code(backend['name'])} {_cell(backend.get('version'))}",
+        f"- **Spec:** {_cell(spec['version'])} (sha256 {_code(spec.get('sha256') or 'unknown')})",
+        f"- **Suite:** {_cell(suite['name'])} {_cell(suite['version'])}",
+        f"- **Run:** started {_cell(run.get('started'))}, {float(run.get('duration_s') or 0):.2f} s, "
+        f"hypothesis profile {_code(run.get('hypothesis_profile'))}, seed {_cell(seed_text(run))}; "
+        + _counters_line(run),
+        f"- **Expectations:** {expectations_line(report['expectations'])}",
+        f"- **Compatibility (should-clauses passed):** {format_compatibility(verdict['compatibility'])}",
+    ]
     lines += _completeness_section(report)
-    if lines[-1]:
-        lines.append("")
-    lines += ["## Test outcomes", ""]
+    lines += ["", "## Test outcomes", ""]
     lines += _table(
-        ["tests", *TEST_OUTCOMES], [[str(summary["tests"])] + [str(summary[o]) for o in TEST_OUTCOMES]]
+        # summary.get: a report written before an outcome existed (flaky) has no count for it
+        ["tests", *TEST_OUTCOMES], [[str(summary["tests"])] + [str(summary.get(o, 0)) for o in TEST_OUTCOMES]]
     )
     clause_counts = {o: 0 for o in CLAUSE_OUTCOMES}
     for clause in report["clauses"]:
@@ -174,21 +260,6 @@ def to_markdown(report: dict[str, Any]) -> str:
         ["clauses", *CLAUSE_OUTCOMES],
         [[str(len(report["clauses"]))] + [str(clause_counts[o]) for o in CLAUSE_OUTCOMES]],
     )
-    lines += ["", "## Blocking clauses", ""]
-    if verdict["blocking"]:
-        by_id = {c["id"]: c for c in report["clauses"]}
-        for cid in verdict["blocking"]:
-            clause = by_id.get(cid, {})
-            why = clause.get("outcome", "failed")
-            lines.append(
-                f"- {_code(cid)} ({clause.get('level', '?')}, {why}) {_cell(clause.get('title', ''))}"
-            )
-            if clause.get("deviation"):
-                lines.append(f"  - known departure (the spec records it): {_cell(clause['deviation'])}")
-    else:
-        lines.append("None.")
-    if verdict.get("blocking_tests"):
-        lines += ["", f"Blocking tests: {len(verdict['blocking_tests'])} (listed under Failures)."]
     if verdict.get("no_passing"):
         lines += ["", "## Must clauses with no passing test", "",
                   "Their tests were waived or skipped, none passed, so they block certification:", ""]
@@ -197,17 +268,6 @@ def to_markdown(report: dict[str, Any]) -> str:
         lines += ["", "## Must clauses not checked", "",
                   "None of their tests ran: the backend does not declare a capability they need:", ""]
         lines += [f"- {_code(cid)}" for cid in verdict["unchecked"]]
-    tests = report["tests"]
-    lines += _failure_section(
-        "Failures",
-        [t for t in tests if t["outcome"] in ("failed", "error")],
-        "Must- and may-level violations block certification; should-level ones are listed as incompatibilities.",
-    )
-    lines += _failure_section(
-        "Incompatibilities",
-        [t for t in tests if t["outcome"] == "incompatible"],
-        "Should-level clauses the backend does not meet. They do not block certification.",
-    )
     lines += _waivers_section(report)
     expectations = report["expectations"]
     if expectations["unmatched"] or expectations["unexpected_passes"]:

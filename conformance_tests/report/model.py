@@ -3,6 +3,8 @@ spec's: :mod:`conformance_tests.spec.levels`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..spec.levels import BLOCKING_LEVELS, LEVELS  # noqa: F401 - the report modules' levels are the spec's
 
 SCHEMA_VERSION = 1
@@ -11,6 +13,7 @@ SCHEMA_VERSION = 1
 TEST_OUTCOMES = (
     "passed",
     "failed",
+    "flaky",
     "incompatible",
     "xfailed",
     "xpassed",
@@ -22,6 +25,7 @@ TEST_OUTCOMES = (
 #: Outcomes of one clause, from the worst to the least informative.
 CLAUSE_OUTCOMES = (
     "failed",
+    "flaky",
     "incompatible",
     "xfailed",
     "passed",
@@ -52,7 +56,22 @@ LABEL_KIND = {
     NOT_CERTIFIED_PARTIAL: "not_certified",
 }
 
+#: outcomes of a must or may test that block certification: a violation, a test that could not run properly, and
+#: a test that failed and then passed when run again (a certification is not a lottery)
+BLOCKING_TEST_OUTCOMES = ("failed", "error", "flaky")
+#: outcomes of a test that found the backend wrong, at any level (a should-level one does not block)
+FAILING_TEST_OUTCOMES = ("failed", "error", "flaky", "incompatible")
+
 #: outcomes that count as "this test passed" when asking whether a must clause has a passing test
 PASSING_TEST_OUTCOMES = frozenset({"passed", "xpassed"})
 #: outcomes of a test whose waiver took effect (expected xfail or skip)
 WAIVED_TEST_OUTCOMES = frozenset({"xfailed", "skipped"})
+
+
+def seed_text(run: dict[str, Any]) -> str:
+    """The hypothesis seed as a reader needs it: the number, or why there is none."""
+    seed = run.get("hypothesis_seed")
+    if seed is not None:
+        return str(seed)
+    return "none: derandomized (each stream seeded from its clause ID and key)" if run.get(
+        "hypothesis_profile") in ("certify", "quick") else "none recorded"

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ..bounded_yaml import BoundedLoader, LimitError, read_bounded
 from .errors import SpecError
 from .expect import parse_expect
 from .levels import Level
@@ -71,9 +72,11 @@ def load_spec(path: str | pathlib.Path | None = None, release: str | None = None
 def _load_cached(path: str, _mtime_ns: int, _size: int) -> Spec:
     file = pathlib.Path(path)
     try:
-        data = file.read_bytes()
+        data = read_bounded(file)
     except OSError as exc:
         raise SpecError(file, "$", f"cannot read spec: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise SpecError(file, "$", f"spec file too large: {exc}") from None
     raw = _parse_yaml(file, data)
     validate(file, raw)
     return _build(file, raw, hashlib.sha256(data).hexdigest())
@@ -82,8 +85,8 @@ def _load_cached(path: str, _mtime_ns: int, _size: int) -> Spec:
 # ---- YAML -----------------------------------------------------------------------------------------------------
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key repeated in one mapping (YAML would silently keep the last one)."""
+class _StrictLoader(BoundedLoader):
+    """A bounded SafeLoader that rejects a key repeated in one mapping (YAML would silently keep the last one)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -112,6 +115,8 @@ def _parse_yaml(file: pathlib.Path, data: bytes) -> Any:
         if exc.context and exc.problem:
             what = f"{exc.context}: {exc.problem}"
         raise SpecError(file, where, f"YAML: {what}") from None
+    except LimitError as exc:
+        raise SpecError(file, "$", str(exc)) from None
     except yaml.YAMLError as exc:
         raise SpecError(file, "YAML", f"YAML error: {exc}") from None
 

@@ -1,7 +1,7 @@
 """AcmeKV adapter: how a third-party push_cache implementation plugs into the conformance kit.
 
-The kit finds the backend as ``examples.third_party_backend.adapter:backend`` and talks to it only through
-the protocol in ``conformance_tests/backend.py`` (checked structurally - nothing here imports the kit):
+The kit finds the backend by this file (``--backend adapter.py``; or as the module
+``examples.third_party_backend.adapter:backend`` in the kit's clone) and talks to it only through the protocol in ``conformance_tests/backend.py`` (checked structurally - nothing here imports the kit):
 
 * ``AcmeBackend``: ``name``, ``version``, ``capabilities()``, ``open_cluster(node_specs)``
 * ``AcmeCluster``: ``node(id)``, ``link``, ``unlink``, ``close``

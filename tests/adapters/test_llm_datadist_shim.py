@@ -28,7 +28,7 @@ needs_nixl = pytest.mark.skipif(NIXL is not None, reason=f"NIXL is not installed
 
 
 def test_entry_point_names_the_node_host() -> None:
-    from conformance_tests.backend import available_backends
+    from conformance_tests.resolution import available_backends
 
     eps = available_backends()
     assert eps.get("llm_datadist") == "nodehost.backend:llm_datadist", (

@@ -35,8 +35,8 @@ def test_unknown_backend_is_one_clear_line():
     assert proc.returncode == USAGE_ERROR, output(proc)
     lines = error_lines(proc)
     assert len(lines) == 1, output(proc)
-    assert "unknown backend 'no_such_backend_anywhere'" in lines[0]
-    assert "reference" in lines[0]  # lists the available entry-point backends
+    assert "backend 'no_such_backend_anywhere': not an entry point" in lines[0]
+    assert "reference" in lines[0] and "path/to/adapter.py" in lines[0]  # the entry points, and the other forms
     assert "Traceback" not in output(proc)
 
 

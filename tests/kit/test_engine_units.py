@@ -11,10 +11,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conformance_tests.backend import BackendError, capability_supported, resolve_backend
+from conformance_tests.backend import capability_supported
 from conformance_tests.expectations import ExpectationsError, load_expectations
 from conformance_tests.oracle import CacheLayout, Transfer, expected_destination
 from conformance_tests.oracle import diff as diff_tensors
+from conformance_tests.resolution import BackendError, resolve_backend
 from conformance_tests.spec.load import deep_merge
 from conformance_tests.spec.model import Parameter, Signature
 from conformance_tests.spec.value_language import ValueLanguageError, evaluate_int, parse_value
@@ -46,7 +47,7 @@ def test_resolve_backend_errors_are_one_line():
     for spec in ("nope_not_here", "reference_impl.backend:no_such_attr", "no_pkg_xyz.mod:backend"):
         with pytest.raises(BackendError) as info:
             resolve_backend(spec)
-        assert "\n" not in str(info.value) and "available backends" in str(info.value)
+        assert "\n" not in str(info.value) and "name a backend as an installed entry point" in str(info.value)
 
 
 def test_capabilities_dotted():

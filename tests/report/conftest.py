@@ -68,11 +68,15 @@ CLAUSES = [
     clause("push_cache.config.mem_pool", "must"),
     clause("push_cache.safety.guard_bytes", "must", "guard bytes <stay> intact"),
     clause("push_cache.types.dtype_sizes", "should"),
+    clause("push_cache.timeout.retry_once", "must"),
 ]
 
 REPRO = (
     "from llm_datadist import CacheKeyByIdAndIndex\ncm.push_cache(dst_key, src_cache, src_batch_index=1.0)\n"
 )
+
+
+FLAKY_MESSAGE = "push_cache() [push_cache.timeout.retry_once]: raised LLMException(LLM_TIMEOUT), expected it to return"
 
 
 def every_outcome_rows() -> list[dict[str, Any]]:
@@ -107,6 +111,8 @@ def every_outcome_rows() -> list[dict[str, Any]]:
         row("push_cache.order.tensor_order", "reversed", "failed", "may", message="outside the envelope"),
         row("push_cache.config.mem_pool", "pool", "skipped", "must", expected="skip", message="skipped"),
         row("push_cache.config.mem_pool", "nopool", "error", "must", message="fixture error: cluster"),
+        row("push_cache.timeout.retry_once", "baseline", "flaky", "must",
+            message=FLAKY_MESSAGE, attempts=[{"outcome": "failed", "message": FLAKY_MESSAGE}, {"outcome": "passed"}]),
     ]
 
 

@@ -16,9 +16,10 @@ def by_id(report):
 
 def test_every_outcome_counts(every_report):
     assert every_report["summary"] == {
-        "tests": 12,
+        "tests": 13,
         "passed": 4,
         "failed": 2,
+        "flaky": 1,
         "incompatible": 1,
         "xfailed": 1,
         "xpassed": 1,
@@ -27,8 +28,8 @@ def test_every_outcome_counts(every_report):
         "error": 1,
     }
     cs = every_report["clause_summary"]
-    assert cs["clauses"] == 11 and cs["covered"] == 9
-    assert (cs["failed"], cs["incompatible"], cs["xfailed"], cs["passed"]) == (3, 1, 1, 3)
+    assert cs["clauses"] == 12 and cs["covered"] == 10
+    assert (cs["failed"], cs["flaky"], cs["incompatible"], cs["xfailed"], cs["passed"]) == (3, 1, 1, 1, 3)
     assert (cs["not_supported"], cs["skipped"], cs["untested"]) == (1, 0, 2)
 
 
@@ -46,6 +47,7 @@ def test_every_outcome_clause_outcomes(every_report):
         "config.mem_pool": "failed",
         "safety.guard_bytes": "untested",
         "types.dtype_sizes": "untested",
+        "timeout.retry_once": "flaky",
     }
     clauses = by_id(every_report)
     assert clauses[P + "safety.guard_bytes"]["covered"] is False
@@ -58,17 +60,20 @@ def test_every_outcome_verdict(every_report):
     assert verdict["certified"] is False
     assert verdict["label"] == "NOT CERTIFIED" and verdict["kind"] == "not_certified"
     # clause order; a failing may-test blocks; a not_supported or should clause does not; a must clause whose
-    # only test was waived (xfailed) has no passing test and blocks too
+    # only test was waived (xfailed) has no passing test and blocks too; a flaky must test blocks as a failure does
     assert verdict["blocking"] == [
         P + "param.src_batch_index.type",
         P + "remote.unknown_cache",
         P + "order.tensor_order",
         P + "config.mem_pool",
         P + "safety.guard_bytes",
+        P + "timeout.retry_once",
     ]
     assert verdict["no_passing"] == [P + "remote.unknown_cache"]
     assert verdict["unchecked"] == [P + "timeout.delay"]
-    assert len(verdict["blocking_tests"]) == 3
+    assert len(verdict["blocking_tests"]) == 4
+    assert verdict["flaky_tests"] == [t["id"] for t in every_report["tests"] if t["outcome"] == "flaky"]
+    assert "1 must/may test(s) flaky: failed, then passed when run again" in "; ".join(verdict["reasons"])
     assert verdict["compatibility"] == 0.5  # layer_range incompatible, unlinked passed, dtype_sizes untested
 
 
@@ -105,6 +110,7 @@ def test_all_passing_certified(passing_report):
         "blocking_tests": [],
         "no_passing": [],
         "waived_must_tests": [],
+        "flaky_tests": [],
         "compatibility": 1.0,
         "reasons": [],
     }

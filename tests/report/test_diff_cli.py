@@ -8,6 +8,7 @@ import pytest
 
 from conformance_tests.report import diff_reports, write_reports
 from conformance_tests.report.cli import main
+from conformance_tests.report.diff import format_diff
 
 P = "push_cache."
 
@@ -41,17 +42,28 @@ def test_diff_names_exactly_the_changed_clauses(kit, tmp_path):
     a, b, *_ = _pair(kit, tmp_path, _regress)
     diff = diff_reports(a, b)
     clauses = diff["clauses"]
-    assert _ids(clauses["changed"]) == [
-        P + "param.src_batch_index.type",
-        P + "data.layer_range",
-        P + "timeout.delay",
-    ]
     assert _ids(clauses["newly_failing"]) == [P + "param.src_batch_index.type", P + "data.layer_range"]
+    assert _ids(clauses["changed"]) == [P + "timeout.delay"]
     assert clauses["fixed"] == clauses["added"] == clauses["removed"] == []
     tests = diff["tests"]
-    assert len(tests["changed"]) == 3 and len(tests["newly_failing"]) == 2
+    assert len(tests["changed"]) == 1 and len(tests["newly_failing"]) == 2
     assert _ids(tests["added"]) == [b["tests"][-1]["id"]]
     assert diff["regression"] is True
+
+
+def test_each_change_is_listed_once(kit, tmp_path):
+    """A change belongs to one kind: the JSON's lists are disjoint and the text names each ID on one line."""
+    for edit in (_regress, lambda rows: (_regress(rows), rows.append(kit.row("push_cache.extra", "x", "failed",
+                                                                            "must")))):
+        a, b, pa, pb = _pair(kit, tmp_path, edit)
+        for diff in (diff_reports(a, b), diff_reports(b, a)):
+            for kind in ("clauses", "tests"):
+                ids = [c["id"] for bucket in diff[kind].values() for c in bucket]
+                assert len(ids) == len(set(ids)), (kind, diff[kind])
+        lines = format_diff(diff_reports(a, b)).splitlines()
+        for row in a["tests"] + b["tests"] + a["clauses"] + b["clauses"]:
+            named = [ln for ln in lines if row["id"] in ln.split()]
+            assert len(named) <= 1, named
 
 
 def test_diff_the_other_way_is_fixes(kit, tmp_path):
@@ -65,18 +77,19 @@ def test_diff_the_other_way_is_fixes(kit, tmp_path):
 
 def test_diff_added_and_removed_clauses(kit, tmp_path):
     def edit_clauses(clauses):
-        clauses.pop()  # types.dtype_sizes removed
+        clauses[:] = [c for c in clauses if c["id"] != P + "types.dtype_sizes"]  # removed
         clauses.append(kit.clause("push_cache.restriction.new_rule", "must"))
 
     def edit_rows(rows):
-        rows.pop()
+        rows[:] = [r for r in rows if r["clauses"] != [P + "types.dtype_sizes"]]
         rows.append(kit.row("push_cache.restriction.new_rule", "x", "failed", "must"))
 
     a, b, *_ = _pair(kit, tmp_path, edit_rows, edit_clauses)
     diff = diff_reports(a, b)
-    assert _ids(diff["clauses"]["added"]) == [P + "restriction.new_rule"]
     assert _ids(diff["clauses"]["removed"]) == [P + "types.dtype_sizes"]
+    # a new clause that fails is a new failure, listed there alone
     assert _ids(diff["clauses"]["newly_failing"]) == [P + "restriction.new_rule"]
+    assert diff["clauses"]["added"] == []
     assert diff["clauses"]["changed"] == []
     assert diff["regression"] is True
 
@@ -88,20 +101,17 @@ def test_cli_diff_exit_codes_and_output(kit, tmp_path, capsys):
     assert "verdict: CERTIFIED -> NOT CERTIFIED" in out
     rows = [line.split() for line in out.splitlines()]
     assert ["newly", "failing", P + "param.src_batch_index.type", "passed", "->", "failed"] in rows
-    assert ["changed", "outcome", P + "timeout.delay", "passed", "->", "not_supported"] in rows
+    assert ["other", "change", P + "timeout.delay", "passed", "->", "not_supported"] in rows
     assert "result: REGRESSION" in out
     assert main(["diff", str(pb), str(pa)]) == 0
     assert "result: no regression" in capsys.readouterr().out
     assert main(["diff", str(pa), str(pa)]) == 0
     out = capsys.readouterr().out
-    assert "clauses: 0 newly failing, 0 fixed, 0 added, 0 removed, 0 changed outcome" in out
+    assert "clauses: 0 newly failing, 0 fixed, 0 added, 0 removed, 0 other change" in out
     assert main(["diff", "--json", str(pa), str(pb)]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert _ids(data["clauses"]["changed"]) == [
-        P + "param.src_batch_index.type",
-        P + "data.layer_range",
-        P + "timeout.delay",
-    ]
+    assert _ids(data["clauses"]["newly_failing"]) == [P + "param.src_batch_index.type", P + "data.layer_range"]
+    assert _ids(data["clauses"]["changed"]) == [P + "timeout.delay"]
 
 
 def test_cli_render(every_report, tmp_path, capsys):
@@ -122,10 +132,11 @@ def test_cli_summary(every_report, tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("push_cache conformance: NOT CERTIFIED")
     lines = out.splitlines()
-    header = lines.index("tests: 12") + 1
+    header = lines.index("tests: 13") + 1
     assert lines[header].split() == [
         "passed",
         "failed",
+        "flaky",
         "incompatible",
         "xfailed",
         "xpassed",
@@ -133,7 +144,7 @@ def test_cli_summary(every_report, tmp_path, capsys):
         "not_supported",
         "error",
     ]
-    assert lines[header + 1].split() == ["4", "2", "1", "1", "1", "1", "1", "1"]
+    assert lines[header + 1].split() == ["4", "2", "1", "1", "1", "1", "1", "1", "1"]
     assert "compatibility: 50.0%" in out
     failing = out.split("failing clauses: ", 1)[1]
     for cid in every_report["verdict"]["blocking"]:

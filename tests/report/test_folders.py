@@ -24,19 +24,20 @@ from conformance_tests.report.folders import (
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("reference", "reference"),
-        ("legacy-8.2.RC1.alpha002", "legacy-8.2.RC1.alpha002"),
-        ("..", "unnamed-backend"),
-        (".", "unnamed-backend"),
-        ("", "unnamed-backend"),
-        ("/", "_"),
-        ("../../escaped/x", "_.._escaped_x"),
-        ("/etc/passwd", "_etc_passwd"),
-        (".hidden", "hidden"),
-        ("a\\b", "a_b"),
-        ("名字", "__"),
-        ("x" * 300, "x" * 80),
-        ("reference.partial", "reference.partial_"),
+        # a name that had to change carries a hash of itself: different names, different folders
+        ('reference', 'reference'),
+        ('legacy-8.2.RC1.alpha002', 'legacy-8.2.RC1.alpha002'),
+        ('..', 'unnamed-backend-5ec1f7e700'),
+        ('.', 'unnamed-backend-cdb4ee2aea'),
+        ('', 'unnamed-backend'),
+        ('/', '_-8a5edab282'),
+        ('../../escaped/x', '_.._escaped_x-c9ebdfd708'),
+        ('/etc/passwd', '_etc_passwd-74acf31844'),
+        ('.hidden', 'hidden-1692419006'),
+        ("a\\b", "a_b-c62016d0f8"),
+        ('名字', '__-6773310492'),
+        ("x" * 300, "x" * 80 + "-0d4e2ca9e9"),
+        ('reference.partial', 'reference.partial_-d72c2be047'),
     ],
 )
 def test_safe_name(name, expected):

@@ -3,7 +3,7 @@
 Checked:
 
 * every clause ID named anywhere in the section exists in the spec, and every family is named;
-* for each page (``../shared/seeds/push_cache.en.txt`` and ``push_cache.zh.md``, relative to the repository),
+* for each page (``spec/documentation/push_cache.en.txt`` and ``push_cache.zh.md``),
   the README's table for that language lists every sentence of the page, once, and nothing else;
 * every row names at least one clause in its ``clauses`` column, or says ``—`` and why;
 * every clause in a row's ``clauses`` column is doc-sourced and quotes that sentence (a fragment of its quote in

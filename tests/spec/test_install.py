@@ -6,19 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import pathlib
-import shutil
-import site
 import subprocess
-import sys
 import textwrap
-import tomllib
-import venv
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from conformance_tests.spec import SpecError, load_spec
+from tests.helpers.install import install_kit
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -49,45 +43,12 @@ PROBE = textwrap.dedent(
 )
 
 
-def _copy_sources(dest: pathlib.Path) -> None:
-    """Copy what the build needs (pyproject + the package folders it names) so the shared tree is not built in."""
-    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    setuptools_cfg = config["tool"]["setuptools"]
-    package_dir = setuptools_cfg.get("package-dir", {})
-    folders = {package_dir.get(p, p.replace(".", "/")).split("/")[0] for p in setuptools_cfg["packages"]}
-    shutil.copy2(REPO / "pyproject.toml", dest / "pyproject.toml")
-    readme = config["project"].get("readme")
-    if isinstance(readme, str) and (REPO / readme).is_file():
-        shutil.copy2(REPO / readme, dest / readme)
-    for folder in sorted(folders):
-        shutil.copytree(REPO / folder, dest / folder,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
-
-
 def test_installed_package_loads_the_spec_from_another_folder(
     tmp_path: pathlib.Path, write_spec: Callable[..., pathlib.Path], mini_spec: dict[str, Any]
 ) -> None:
-    src = tmp_path / "src"
-    src.mkdir()
-    _copy_sources(src)
-    env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=False).create(env_dir)
-    python = env_dir / "bin" / "python"
-    if not python.exists():  # pragma: no cover - Windows layout
-        python = env_dir / "Scripts" / "python.exe"
-
-    install = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--quiet", str(src)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )
-    if install.returncode != 0:
-        pytest.fail(f"pip install failed:\n{install.stdout}\n{install.stderr}", pytrace=False)
-
-    # The runtime dependencies (PyYAML, jsonschema) come from this interpreter's site-packages, appended after the
-    # fresh venv's own, so the package itself is the installed copy and never the editable checkout.
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    (pathlib.Path(purelib) / "zz_test_deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    bin_dir = install_kit(tmp_path)
+    env_dir = bin_dir.parent
+    python = bin_dir / "python"
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -1,6 +1,6 @@
 """Every documentation-sourced clause quotes the push_cache pages exactly: each fragment of its ``en`` and ``zh``
 sentence (fragments are joined by " ... ") occurs in the seed page of that language, character for character
-(runs of white space and table-cell separators aside).  The pages are in ../shared/seeds/."""
+(runs of white space and table-cell separators aside).  The pages are in spec/documentation/."""
 
 from __future__ import annotations
 

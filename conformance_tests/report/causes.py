@@ -1,0 +1,126 @@
+"""Likely causes: the features of the failing pushes that no passing push shares.
+
+Each failing test whose check judged a push records that push's features (``tests[].push``); the run records,
+per feature, the values the pushes of the passing tests took (``run.passing_push_features``). A *cause* is a
+predicate over one feature that every push of a group of failures satisfies and no passing push does ("every
+one of the 28 failures has src_batch_index > 0; no passing push does"). Groups are found greedily: the predicate
+that explains the most failures first, then the rest. A failure that no predicate separates is listed as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: the most values a set predicate ("x in {a, b, c}") may name
+SET_LIMIT = 3
+
+
+@dataclass(frozen=True)
+class Predicate:
+    feature: str
+    op: str  # ==, in, >, <
+    value: Any
+
+    def holds(self, push: Mapping[str, Any]) -> bool:
+        if self.feature not in push:
+            return False
+        got = push[self.feature]
+        if self.op == "==":
+            return bool(got == self.value)
+        if self.op == "in":
+            return got in self.value
+        if not _number(got):
+            return False
+        return bool(got > self.value) if self.op == ">" else bool(got < self.value)
+
+    def text(self) -> str:
+        if self.op == "in":
+            return f"{self.feature} in {{{', '.join(_show(v) for v in self.value)}}}"
+        return f"{self.feature} {self.op} {_show(self.value)}"
+
+
+def _show(value: Any) -> str:
+    return "None" if value is None else str(value)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _candidates(feature: str, failing: Sequence[Mapping[str, Any]], passing: Mapping[str, Any]) -> list[Predicate]:
+    """Predicates over ``feature`` that no passing push satisfies (``passing``: that feature's stats)."""
+    seen = list(passing.get("values") or [])
+    complete = not passing.get("more")  # every passing value is listed
+    values = [p[feature] for p in failing if feature in p]
+    out: list[Predicate] = []
+    distinct = list(dict.fromkeys(values))
+    for value in distinct:
+        if complete and value not in seen:
+            out.append(Predicate(feature, "==", value))
+    novel = tuple(v for v in distinct if v not in seen)
+    if complete and 1 < len(novel) <= SET_LIMIT:
+        out.append(Predicate(feature, "in", novel))
+    numbers = [v for v in values if _number(v)]
+    low, high = passing.get("min"), passing.get("max")
+    if numbers and high is not None and any(v > high for v in numbers):
+        out.append(Predicate(feature, ">", high))
+    if numbers and low is not None and any(v < low for v in numbers):
+        out.append(Predicate(feature, "<", low))
+    return out
+
+
+def likely_causes(tests: Sequence[Mapping[str, Any]], passing: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                  ) -> list[dict[str, Any]]:
+    """Groups of the failing tests that recorded a push, each under the predicate that separates its pushes from
+    every passing push that ended the same way (returned, or raised: ``passing`` holds the stats of each class);
+    the last group (``predicate`` None) holds the failures no predicate explains."""
+    groups: list[dict[str, Any]] = []
+    failing = [t for t in tests if t.get("push") and t["push"].get("class") and t.get("outcome") in ("failed", "incompatible")]
+    for cls in dict.fromkeys(t["push"]["class"] for t in failing):
+        mine = [t for t in failing if t["push"]["class"] == cls]
+        groups += _causes(mine, passing.get(cls) or {}, len(failing))
+    return sorted(groups, key=lambda g: (g["predicate"] is None, -g["failures"]))
+
+
+def _causes(failing: Sequence[Mapping[str, Any]], passing: Mapping[str, Mapping[str, Any]], total: int,
+            ) -> list[dict[str, Any]]:
+    if not failing or not passing:
+        return []
+    left = list(failing)
+    groups: list[dict[str, Any]] = []
+    while left:
+        best: tuple[int, int, Predicate] | None = None
+        for feature, stats in passing.items():
+            if feature in ("returned", "class"):  # the class itself
+                continue
+            for pred in _candidates(feature, [t["push"] for t in left], stats):
+                covered = sum(1 for t in left if pred.holds(t["push"]))
+                rank = (covered, -len(pred.text()))  # more failures explained, then the shorter statement
+                if covered and (best is None or rank > best[:2]):
+                    best = (*rank, pred)
+        if best is None:
+            break
+        pred = best[2]
+        members = [t for t in left if pred.holds(t["push"])]
+        left = [t for t in left if not pred.holds(t["push"])]
+        groups.append(_group(pred, members, total))
+    if left:
+        groups.append(_group(None, left, total))
+    return groups
+
+
+def _group(pred: Predicate | None, members: Sequence[Mapping[str, Any]], total: int) -> dict[str, Any]:
+    clauses = list(dict.fromkeys(c for t in members for c in t.get("clauses") or ()))
+    if pred is None:
+        share = "shares" if len(members) == 1 else "share"
+        statement = (f"{len(members)} of {total} failing pushes {share} no feature that sets them apart from every "
+                     "passing push")
+    else:
+        every = "the" if len(members) == 1 else f"all {len(members)}"
+        statement = f"{every} failing push{'es' if len(members) != 1 else ''} {'have' if len(members) != 1 else 'has'} " \
+                    f"{pred.text()}; no passing push does"
+    return {"predicate": pred.text() if pred else None, "statement": statement, "failures": len(members),
+            "tests": [t["id"] for t in members], "clauses": clauses,
+            "first_message": next((t.get("message") for t in members if t.get("message")), None)}

@@ -1,0 +1,343 @@
+"""Merging shard reports: the reports of ``certify --shard K/N`` runs become, through :func:`build_report`, the
+report one serial run of the same selection gives (rows in the selection's order, the verdict recomputed).
+
+The merged report is full only when the shards are 1..N of one N, cover the whole selection, and agree on
+everything that decides what a test checks (spec, kit, backend, hypothesis profile and seed, expectations file,
+command line apart from the options that differ by design); anything else is a reason in its ``completeness``,
+so the merged verdict is PARTIAL (or NOT CERTIFIED (PARTIAL RUN)) and says why.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..push_features import merge_stats
+from ..reproducible import VERSIONED, layouts_sha256
+from ..selection import WHY_NOT_RUN, WHY_OTHER_SHARD, WHY_SHARD_MISSING
+from .builder import build_report
+from .schema import ReportError, load_report
+
+#: the run-header fields of a merged report that are sums of the shards' (named in ``run.summed``)
+SUMMED = ("duration_s", "push_calls", "histories", "history_steps", "history_pushes", "backend_processes")
+#: options that may differ between the shards of one run without changing what any test checks: which shard it
+#: is and where it wrote; --rootdir, which the kit adds (where it is installed: machines differ); and
+#: pytest-xdist's workers, which write the same report as a serial run (README, "parallel runs"), so that
+#: machines of different sizes can run the shards of one run
+PER_SHARD_OPTIONS = ("--shard", "--report-dir", "--rootdir", "-n", "--numprocesses", "--dist")
+#: clause-row fields that come from the spec (the rest the builder derives from the rows)
+CLAUSE_FIELDS_DERIVED = ("tests", "outcome", "covered")
+#: the most values a disagreement reason shows
+SHOWN = 4
+
+
+@dataclass(frozen=True)
+class ShardReport:
+    """One shard's report as the merge reads it: where it came from, the sha256 of its bytes, its content."""
+
+    source: str
+    sha256: str
+    report: dict[str, Any]
+
+    @property
+    def shard(self) -> dict[str, Any]:
+        return self.report["completeness"]["shard"]
+
+    @property
+    def index(self) -> int:
+        return int(self.shard["index"])
+
+    @property
+    def count(self) -> int:
+        return int(self.shard["count"])
+
+    @property
+    def name(self) -> str:
+        return f"shard {self.index}/{self.count}"
+
+
+def read_shard(path: str | Path) -> ShardReport:
+    """A shard report from a file; a one-line ReportError for a file that is unreadable, not a valid report, or
+    the report of a run that was not a shard (``certify --shard K/N`` writes ``completeness.shard``)."""
+    path = Path(path)
+    report = load_report(path)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:  # read a moment ago: gone or unreadable since
+        raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    shard = (report.get("completeness") or {}).get("shard")
+    if not isinstance(shard, Mapping):
+        raise ReportError(f"{path}: not a shard report (its completeness has no shard; `certify --shard K/N` "
+                          "writes one)")
+    return ShardReport(str(path), digest, report)
+
+
+def _per_shard_with_value(arg: str) -> bool:
+    """``--opt=VALUE`` or a short option with its value attached (``-n2``) of PER_SHARD_OPTIONS."""
+    if "=" in arg and arg.split("=", 1)[0] in PER_SHARD_OPTIONS:
+        return True
+    return not arg.startswith("--") and len(arg) > 2 and arg[:2] in PER_SHARD_OPTIONS
+
+
+def shard_argv(argv: Iterable[str]) -> list[str]:
+    """``argv`` without the options that may differ between the shards of one run (PER_SHARD_OPTIONS) and their
+    values, however spelled (``--shard 1/2``, ``--shard=1/2``, ``-n 2``, ``-n2``)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in PER_SHARD_OPTIONS:
+            skip = True
+        elif not _per_shard_with_value(arg):
+            out.append(arg)
+    return out
+
+
+def _clause_spec(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in CLAUSE_FIELDS_DERIVED}
+
+
+#: what the shards of one run share, each as (what a reason calls it, how to read it from a report)
+AGREEMENT: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = (
+    ("spec sha256", lambda r: r["spec"].get("sha256")),
+    ("spec release", lambda r: r["spec"].get("version")),
+    ("kit version", lambda r: f"{r['suite'].get('name')} {r['suite'].get('version')}"),
+    ("backend name", lambda r: r["backend"].get("name")),
+    ("backend target", lambda r: r["backend"].get("spec")),
+    ("backend version", lambda r: r["backend"].get("version")),
+    ("backend capabilities", lambda r: r["backend"].get("capabilities")),
+    ("hypothesis profile", lambda r: r["run"].get("hypothesis_profile")),
+    *((f"{name} version", lambda r, name=name: (r.get("environment") or {}).get(name))  # type: ignore[misc]
+      for name in VERSIONED),
+    ("hypothesis seed", lambda r: r["run"].get("hypothesis_seed")),
+    ("expectations sha256", lambda r: (r["run"].get("expectations") or {}).get("sha256")),
+    ("command line (apart from " + ", ".join(PER_SHARD_OPTIONS) + ")",
+     lambda r: shard_argv(r["run"].get("argv") or [])),
+    ("clauses", lambda r: [_clause_spec(c) for c in r["clauses"]]),
+    ("shard count", lambda r: r["completeness"]["shard"]["count"]),
+    ("selection", lambda r: r["completeness"]["shard"]["selection"]),
+    ("assignment of tests to shards", lambda r: r["completeness"]["shard"].get("assigned")),
+)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value) if not isinstance(value, list) or len(value) < 8 else f"<{len(value)} items>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def disagreements(shards: Sequence[ShardReport]) -> list[str]:
+    """A reason for each thing the shards do not agree on, naming each shard's value."""
+    reasons = []
+    for what, read in AGREEMENT:
+        values = [read(s.report) for s in shards]
+        if any(v != values[0] for v in values[1:]):
+            shown = ", ".join(f"{s.name} ({s.source}) {_short(v)}" for s, v in zip(shards, values, strict=True))
+            reasons.append(f"shards disagree on {what}: {shown}")
+    return reasons
+
+
+def _earliest(values: Iterable[Any]) -> str | None:
+    parsed = []
+    for v in values:
+        try:
+            parsed.append((_dt.datetime.fromisoformat(str(v)), str(v)))
+        except (TypeError, ValueError):
+            continue
+    try:
+        return min(parsed)[1] if parsed else None
+    except TypeError:  # naive and aware times cannot be compared: keep the text that sorts first
+        return min(p[1] for p in parsed)
+
+
+def _sum(values: Sequence[Any]) -> Any:
+    """The sum of the shards' numbers; None when any shard has none (the sum would claim more than is known)."""
+    if any(not isinstance(v, int | float) or isinstance(v, bool) for v in values):
+        return None
+    total = sum(values)
+    return round(total, 3) if isinstance(total, float) else total
+
+
+def _joined(values: Iterable[Any]) -> Any:
+    distinct = list(dict.fromkeys(v for v in values if v is not None))
+    if not distinct:
+        return None
+    return distinct[0] if len(distinct) == 1 else ", ".join(str(v) for v in distinct)
+
+
+def passing_push_features(shards: Sequence[ShardReport]) -> dict[str, dict[str, Any]]:
+    """The union of the shards' ``run.passing_push_features``, folded as a serial run folds its tests' (per
+    class of push, per feature: values up to the limit, ``more`` when any shard or the union passed it, the
+    smallest and largest number)."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in shards:
+        for cls, stats in (s.report["run"].get("passing_push_features") or {}).items():
+            merge_stats(out.setdefault(cls, {}), stats)
+    return out
+
+
+def drawn_layouts(shards: Sequence[ShardReport]) -> set[str] | None:
+    """The distinct layouts the shards drew together: the union of their ``run.layout_keys`` (a count per shard
+    cannot be added up: two shards may draw the same layout); None when a shard lacks them."""
+    keys: set[str] = set()
+    for s in shards:
+        mine = s.report["run"].get("layout_keys")
+        if not isinstance(mine, list):
+            return None
+        keys.update(str(k) for k in mine)
+    return keys
+
+
+def merged_environment(shards: Sequence[ShardReport]) -> dict[str, Any]:
+    """The machines' environment: a field the shards share as it is, one that differs as its values, joined."""
+    fields = list(dict.fromkeys(k for s in shards for k in (s.report.get("environment") or {})))
+    return {k: _joined((s.report.get("environment") or {}).get(k) for s in shards) for k in fields}
+
+
+def merged_run(shards: Sequence[ShardReport]) -> dict[str, Any]:
+    """The run header of the merged report: the first shard's settings (the shards agree on them, or a reason
+    says they do not), the earliest start, sums (``run.summed``), the union of layouts and of the passing pushes'
+    features, and where each shard's report came from (``run.merged_from``)."""
+    runs = [s.report["run"] for s in shards]
+    run = {k: v for k, v in runs[0].items() if k != "layout_keys"}
+    run["started"] = _earliest(r.get("started") for r in runs)
+    for key in SUMMED:
+        run[key] = _sum([r.get(key) for r in runs])
+    run["duration_s"] = run["duration_s"] or 0.0
+    run["summed"] = list(SUMMED)
+    run["argv"] = shard_argv(runs[0].get("argv") or [])
+    # `report verify` of the merged report runs the whole selection serially
+    run["certify_args"] = None if runs[0].get("certify_args") is None else shard_argv(runs[0]["certify_args"])
+    layouts = drawn_layouts(shards)
+    run["distinct_layouts"] = None if layouts is None else len(layouts)
+    run["layouts_sha256"] = None if layouts is None else layouts_sha256(layouts)
+    run["passing_push_features"] = passing_push_features(shards)
+    run["out_of_time"] = _joined(f"{s.name}: {r['out_of_time']}" if r.get("out_of_time") else None
+                                 for s, r in zip(shards, runs, strict=True))
+    run["merged_from"] = [{"index": s.index, "count": s.count, "source": s.source, "sha256": s.sha256,
+                           "tests": len(s.report["tests"]), "started": s.report["run"].get("started"),
+                           "duration_s": s.report["run"].get("duration_s"),
+                           "distinct_layouts": s.report["run"].get("distinct_layouts"),
+                           "hostname": (s.report.get("environment") or {}).get("hostname")} for s in shards]
+    return run
+
+
+def _rows(shards: Sequence[ShardReport], selection: Sequence[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every shard's rows, each test once (from the first shard that has it), in the selection's order (a row
+    outside the selection after them); and the reasons the rows give."""
+    by_id: dict[str, dict[str, Any]] = {}
+    seen_in: dict[str, str] = {}
+    twice: list[str] = []
+    for s in shards:
+        for row in s.report["tests"]:
+            if row["id"] in by_id:
+                twice.append(f"{row['id']} ({seen_in[row['id']]} and {s.name})")
+                continue
+            by_id[row["id"]] = row
+            seen_in[row["id"]] = s.name
+    position = {n: i for i, n in enumerate(selection)}
+    outside = [n for n in by_id if n not in position]
+    rows = sorted(by_id.values(), key=lambda r: position.get(r["id"], len(position)))
+    reasons = []
+    if twice:
+        reasons.append(f"{len(twice)} test(s) in more than one shard report, each kept from the first: "
+                       + "; ".join(twice[:SHOWN]) + (" …" if len(twice) > SHOWN else ""))
+    if outside:
+        reasons.append(f"{len(outside)} test(s) outside the shards' selection: " + ", ".join(outside[:SHOWN])
+                       + (" …" if len(outside) > SHOWN else ""))
+    return rows, reasons
+
+
+def _shard_reasons(shards: Sequence[ShardReport]) -> list[str]:
+    """The shards' own reasons, less the one each added for being a shard: a reason every shard gives once,
+    the others under the shard's name."""
+    own = [[r for r in s.report["completeness"]["reasons"] if r != s.shard.get("reason")] for s in shards]
+    common = [r for r in own[0] if all(r in mine for mine in own[1:])]
+    out = list(common)
+    for s, mine in zip(shards, own, strict=True):
+        out += [f"{s.name}: {r}" for r in mine if r not in common]
+    return out
+
+
+def _left_out(shards: Sequence[ShardReport], selection: Sequence[str], assigned: Sequence[int],
+              ran: set[str], present: set[int]) -> list[dict[str, Any]]:
+    """What a serial run would list as left out: what the shards' own selection left out (the same for every
+    shard of one command line), then each selected test without a row: not run by its shard, or of a shard
+    whose report is missing."""
+    out: list[dict[str, Any]] = []
+    listed: set[str] = set()
+    for s in shards:
+        for entry in s.report["completeness"]["left_out"]:
+            if entry["why"] in (WHY_OTHER_SHARD, WHY_NOT_RUN) or entry["id"] in listed:
+                continue
+            out.append(dict(entry))
+            listed.add(entry["id"])
+    for test, shard in zip(selection, assigned, strict=True):
+        if test not in ran and test not in listed:
+            out.append({"id": test, "why": WHY_NOT_RUN if shard in present else WHY_SHARD_MISSING})
+    return out
+
+
+def _expectations(shards: Sequence[ShardReport], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The expectations section as a serial run would give it: the file and its entries (with the hits of every
+    shard added up), the entries no shard matched, the unexpected passes."""
+    first = shards[0].report["expectations"]
+    hits: dict[Any, int] = {}
+    for s in shards:
+        for e in s.report["expectations"].get("entries") or []:
+            hits[e.get("index")] = hits.get(e.get("index"), 0) + int(e.get("hits") or 0)
+    entries = [{**e, **({"hits": hits.get(e.get("index"), 0)} if "hits" in e else {})}
+               for e in first.get("entries") or []]
+    unmatched = [m for m in first.get("unmatched") or []
+                 if all(m in (s.report["expectations"].get("unmatched") or []) for s in shards[1:])]
+    xpassed = {n for s in shards for n in s.report["expectations"].get("unexpected_passes") or []}
+    return {"path": first.get("path"), "sha256": first.get("sha256"), "strict": bool(first.get("strict")),
+            "entries": entries, "expired": list(first.get("expired") or []), "unmatched": unmatched,
+            "unexpected_passes": [r["id"] for r in rows if r["id"] in xpassed]}
+
+
+def merge_reports(shards: Sequence[ShardReport]) -> dict[str, Any]:
+    """The report of the run the shards are parts of (see the module docstring); built and validated by
+    :func:`build_report`. ReportError when there is nothing to merge."""
+    if not shards:
+        raise ReportError("no reports to merge")
+    shards = sorted(shards, key=lambda s: s.index)  # stable: a shard given twice keeps the order it was given in
+    base = shards[0]
+    count = base.count
+    selection = list(base.shard["selection"])
+    assigned = [int(k) for k in base.shard.get("assigned") or [0] * len(selection)]
+    reasons = disagreements(shards)
+    given: dict[int, list[str]] = {}
+    for s in shards:
+        given.setdefault(s.index, []).append(s.source)
+    for index, sources in given.items():
+        if len(sources) > 1:
+            reasons.append(f"shard {index}/{count} given {len(sources)} times: {', '.join(sources)}")
+    present = set(given)
+    for index in range(1, count + 1):
+        if index not in present:
+            missing = sum(1 for k in assigned if k == index)
+            reasons.append(f"shard {index}/{count} missing: {missing} test(s) not run")
+    rows, row_reasons = _rows(shards, selection)
+    reasons += row_reasons
+    ran = {r["id"] for r in rows}
+    not_run = [n for n, k in zip(selection, assigned, strict=True) if n not in ran and k in present]
+    if not_run:
+        reasons.append(f"{len(not_run)} selected test(s) not run")
+    reasons = _shard_reasons(shards) + reasons
+    completeness = {
+        "reasons": reasons,
+        "selected": len(selection),
+        "left_out": _left_out(shards, selection, assigned, ran, present),
+        "interrupted": _joined(f"{s.name}: {s.report['completeness']['interrupted']}"
+                               if s.report["completeness"].get("interrupted") else None for s in shards),
+        "spec": base.report["completeness"].get("spec"),
+    }
+    header = {"suite": base.report["suite"], "spec": base.report["spec"], "backend": base.report["backend"],
+              "environment": merged_environment(shards), "run": merged_run(shards)}
+    clauses = [_clause_spec(c) for c in base.report["clauses"]]
+    return build_report(header, rows, clauses, _expectations(shards, rows), completeness)

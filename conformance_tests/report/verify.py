@@ -1,0 +1,215 @@
+"""``report verify REPORT.json``: run again the certification a report describes and say whether it agrees.
+
+A report records what made its rows: the user's ``certify`` arguments (backend, selection, profile, seed,
+expectations file, spec), the spec's and the expectations file's sha256, the kit's, the backend's and the generating
+libraries' versions, and a fingerprint of the layouts the suite drew. Verification runs ``certify`` with the same
+arguments in a fresh process (its reports in a folder of their own, never over the report being checked) and
+compares: the verdict, every row, and every recorded input. VERIFIED means all agree; anything else is listed, one
+line per difference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..exitcodes import NOT_CERTIFIED
+from ..reproducible import VERSIONED, run_versions
+from .schema import ReportError, load_report
+
+#: what a row must repeat: its outcome and what it was judged against (durations and messages may vary)
+ROW_KEYS = ("outcome", "expected", "level", "clauses")
+#: the recorded inputs and fingerprints of a run, by their path in the report
+HEADER_PATHS = (
+    ("suite", "version"),
+    ("spec", "version"),
+    ("spec", "sha256"),
+    ("backend", "name"),
+    ("backend", "version"),
+    ("run", "hypothesis_profile"),
+    ("run", "hypothesis_seed"),
+    ("expectations", "sha256"),
+    ("run", "push_calls"),
+    ("run", "distinct_layouts"),
+    ("run", "layouts_sha256"),
+    ("verdict", "label"),
+    ("completeness", "full"),
+)
+#: options whose value names where the re-run writes, which verification chooses itself
+OUTPUT_OPTIONS = ("--report-dir",)
+OUTPUT_FLAGS = ("--no-reports",)
+#: lines of the re-run's output shown when it writes no report
+TAIL_LINES = 5
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One thing the re-run did not repeat: where, what the report says, what happened now."""
+
+    where: str
+    recorded: Any
+    now: Any
+
+    def line(self) -> str:
+        return f"  {self.where}: {_show(self.recorded)} in the report, {_show(self.now)} now"
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return "absent" if value is None else str(value)
+
+
+def _get(report: Mapping[str, Any], path: Sequence[str]) -> Any:
+    node: Any = report
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node
+
+
+def rerun_args(report: Mapping[str, Any], out: Path) -> list[str]:
+    """The ``certify`` arguments that repeat the run `report` describes, writing its reports to `out`."""
+    args = report["run"].get("certify_args")
+    if args is None:
+        raise ReportError("the report does not record certify's arguments (made by an older kit, or by pytest "
+                          "directly), so the run cannot be repeated")
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg in OUTPUT_OPTIONS:
+            skip = True
+            continue
+        if arg in OUTPUT_FLAGS or arg.startswith(tuple(f"{o}=" for o in OUTPUT_OPTIONS)):
+            continue
+        kept.append(arg)
+    if not any(a == "--backend" or a.startswith("--backend=") for a in kept):
+        target = report["backend"].get("spec")
+        if not target:
+            raise ReportError("the report names no backend target (backend.spec), so the run cannot be repeated")
+        kept += ["--backend", str(target)]
+    return [*kept, "--report-dir", str(out)]
+
+
+def _option(args: Sequence[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def environment_differences(report: Mapping[str, Any]) -> list[Difference]:
+    """The versions that change what runs, as the report records them and as they are in this Python."""
+    here = {"python": platform.python_version(), **run_versions()}
+    return [Difference(f"environment {name}", _get(report, ("environment", name)), here[name])
+            for name in VERSIONED if _get(report, ("environment", name)) != here[name]]
+
+
+def input_problems(report: Mapping[str, Any], args: Sequence[str]) -> list[str]:
+    """Why the run cannot be repeated here at all (a file it read is missing); one line each."""
+    path = _option(args, "--expectations")
+    if path is not None and not Path(path).is_file():
+        return [f"the expectations file {path} the run read is not here (run verify where the run ran)"]
+    spec = _option(args, "--spec")
+    if spec is not None and not Path(spec).is_file():
+        return [f"the spec {spec} the run read is not here (run verify where the run ran)"]
+    return []
+
+
+def expectations_difference(report: Mapping[str, Any], args: Sequence[str]) -> list[Difference]:
+    path = _option(args, "--expectations")
+    if path is None:
+        return []
+    now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    recorded = _get(report, ("expectations", "sha256"))
+    return [] if now == recorded else [Difference(f"expectations file {path} sha256", recorded, now)]
+
+
+def compare(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[Difference]:
+    """Every header entry and every row on which two reports disagree, header first, rows in the report's order."""
+    out = [Difference(".".join(path), _get(recorded, path), _get(now, path))
+           for path in HEADER_PATHS if _get(recorded, path) != _get(now, path)]
+    out += [Difference(f"environment {name}", _get(recorded, ("environment", name)), _get(now, ("environment", name)))
+            for name in VERSIONED if _get(recorded, ("environment", name)) != _get(now, ("environment", name))]
+    rows_now = {row["id"]: row for row in now["tests"]}
+    seen = set()
+    for row in recorded["tests"]:
+        seen.add(row["id"])
+        again = rows_now.get(row["id"])
+        if again is None:
+            out.append(Difference(f"test {row['id']}", row["outcome"], None))
+            continue
+        out += [Difference(f"test {row['id']} {key}", row.get(key), again.get(key))
+                for key in ROW_KEYS if row.get(key) != again.get(key)]
+    out += [Difference(f"test {row['id']}", None, row["outcome"]) for row in now["tests"] if row["id"] not in seen]
+    return out
+
+
+@contextmanager
+def _out_folder(keep: Path | None) -> Iterator[Path]:
+    if keep is not None:
+        yield keep
+        return
+    with tempfile.TemporaryDirectory(prefix="push-cache-verify-") as tmp:
+        yield Path(tmp)
+
+
+def rerun(args: Sequence[str], out: Path) -> tuple[dict[str, Any] | None, int, str]:
+    """Run certify with `args` in a fresh Python; (its report or None, its exit code, its output's last lines)."""
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", *args], capture_output=True,
+                          text=True, errors="replace", check=False)
+    tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-TAIL_LINES:])
+    try:
+        return load_report(out / "report.json"), proc.returncode, tail
+    except ReportError:
+        return None, proc.returncode, tail
+
+
+def verify(path: Path, keep: Path | None = None) -> dict[str, Any]:
+    """The verification of the report at `path`: ``verified``, the re-run's arguments and every difference."""
+    report = load_report(path)
+    with _out_folder(keep) as out:
+        args = rerun_args(report, out)
+        problems = input_problems(report, args)
+        if problems:
+            raise ReportError(problems[0])
+        differences = environment_differences(report) + expectations_difference(report, args)
+        again, code, tail = rerun(args, out)
+    if again is None:
+        differences.append(Difference("the re-run's report", "written", f"none (exit {code}): {tail}"))
+    else:
+        differences += [d for d in compare(report, again) if not d.where.startswith("environment ")]
+    return {"report": str(path), "verified": not differences, "verdict": report["verdict"]["label"],
+            "rows": len(report["tests"]), "certify_args": args[:-2],
+            "differences": [asdict(d) for d in differences]}
+
+
+def format_verification(result: Mapping[str, Any]) -> str:
+    args = " ".join(result["certify_args"])
+    if result["verified"]:
+        return (f"VERIFIED: {result['report']}: certify {args} gave the verdict {result['verdict']} again and all "
+                f"{result['rows']} rows agree\n")
+    lines = [f"NOT VERIFIED: {result['report']}: certify {args} differs in {len(result['differences'])} place(s):"]
+    lines += [Difference(**d).line() for d in result["differences"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(path: Path, keep: Path | None, as_json: bool) -> int:
+    """``report verify``: 0 VERIFIED, 1 when anything differs; a ReportError (bad input) is the caller's exit 2."""
+    result = verify(path, keep)
+    sys.stdout.write(json.dumps(result, indent=2) + "\n" if as_json else format_verification(result))
+    return 0 if result["verified"] else NOT_CERTIFIED
+

@@ -1,0 +1,120 @@
+"""The README's figures, from the files the runs write: the reference's certification report
+(``reports/reference/report.json``), the mutants' kill matrix (``reports/mutants/kill-matrix.json``) and the
+reference benchmark (``reports/bench/reference.json``), with the spec for what it states.
+
+    python docs/figures.py --record   read those files into docs/figures.json (after tox -e certify,mutants,bench)
+    python docs/figures.py --write    put docs/figures.json's figures into README.md (between the markers)
+    python docs/figures.py            print the README block
+
+``tests/kit/test_figures.py`` checks that README.md holds the block docs/figures.json gives, that the deterministic
+figures (tests, clauses, calls, layouts, verdicts, mutants) are the last run's, and the spec's counts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "docs" / "figures.json"
+README = ROOT / "README.md"
+REPORT = ROOT / "reports" / "reference" / "report.json"
+KILL_MATRIX = ROOT / "reports" / "mutants" / "kill-matrix.json"
+BENCH = ROOT / "reports" / "bench" / "reference.json"
+BEGIN, END = "<!-- figures:begin (docs/figures.py --write; from docs/figures.json) -->", "<!-- figures:end -->"
+
+
+def spec_figures() -> dict[str, Any]:
+    """What the packaged spec states: its clauses by level in its newest release, its recorded deviations."""
+    sys.path.insert(0, str(ROOT))
+    from conformance_tests.spec import load_spec
+
+    spec = load_spec()
+    newest = spec.for_release(spec.releases[-1])
+    levels = Counter(c.level.value for c in newest.clauses)
+    return {"release": spec.releases[-1], "clauses": len(newest.clauses),
+            "must": levels["must"], "should": levels["should"], "may": levels["may"],
+            "deviations": sum(1 for c in newest.clauses if c.deviation)}
+
+
+def report_figures(report: dict[str, Any]) -> dict[str, Any]:
+    """The deterministic figures of a certification report, and its duration."""
+    summary = report["summary"]
+    return {"verdict": report["verdict"]["label"], "tests": summary["tests"], "passed": summary["passed"],
+            "not_supported": summary["not_supported"], "push_calls": report["run"]["push_calls"],
+            "distinct_layouts": report["run"]["distinct_layouts"],
+            "uncovered": sum(1 for c in report["clauses"] if c["outcome"] == "untested"),
+            "seconds": round(float(report["run"]["duration_s"])), "measured": str(report["run"]["started"])[:10]}
+
+
+def matrix_figures(matrix: dict[str, Any]) -> dict[str, Any]:
+    mutants = matrix["mutants"]
+    return {"killed": matrix["killed"], "total": matrix["total"],
+            "should": sum(1 for m in mutants if m["breaks"] == "should"), "seconds": round(float(matrix["seconds"]))}
+
+
+def record() -> dict[str, Any]:
+    """The figures of the last runs, read from their files (each must exist)."""
+    figures = {"spec": spec_figures(),
+               "certify": report_figures(json.loads(REPORT.read_text(encoding="utf-8"))),
+               "mutants": matrix_figures(json.loads(KILL_MATRIX.read_text(encoding="utf-8"))),
+               "bench": json.loads(BENCH.read_text(encoding="utf-8"))}
+    FIGURES.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    return figures
+
+
+def block(f: dict[str, Any]) -> str:
+    """The README's figures, as a Markdown list."""
+    s, c, m, b = f["spec"], f["certify"], f["mutants"], f["bench"]
+    not_supported = (f" ({c['not_supported']} test not supported: the may clause for products the documentation "
+                     "does not support, which the reference, an emulator, does not declare)" if c["not_supported"] else "")
+    lines = [
+        f"- `tox -e certify` on the reference backend: {c['tests']} tests over the {s['clauses']} clauses of release "
+        f"{s['release']} ({s['must']} must, {s['should']} should, {s['may']} may), uncovered clauses: "
+        f"{c['uncovered'] or 'none'}, verdict {c['verdict']}{not_supported}; **{c['push_calls']:,} `push_cache` "
+        f"calls over {c['distinct_layouts']:,} distinct layouts** (printed as `push_cache calls: N, distinct layouts: "
+        f"M` and recorded in the report); the pytest run took {c['seconds']} s on the 2-core development machine "
+        f"(measured {c['measured']}).",
+        f"- `tox -e certify -- --backend reference-vendor`: NOT CERTIFIED on exactly the {s['deviations']} clauses "
+        "whose `deviation:` records a vendor departure, each shown beside its failure as a known departure "
+        "(`tests/kit/test_vendor_deviations.py`).",
+        f"- `tox -e mutants`: {m['killed']}/{m['total']} deliberately broken backends killed in {m['seconds']} s: "
+        f"each must mutant is NOT CERTIFIED by a must clause it targets, and the {m['should']} that break only "
+        "vendor (`should`) behaviour are killed by being reported `incompatible` on a target (the table's last "
+        "column says `failed` or `incompatible`).",
+        f"- `tox -e bench` ({b['mode']} mode, measured {b['measured']}): a push of {b['bulk_mib']} MiB "
+        f"({b['bulk_layers']} layers x 2 tensors x {b['bulk_tensor_kib']} KiB) node to node runs at "
+        f"{b['ratio_push_to_copyto_pairs']} of `np.copyto` of the same tensor slices and "
+        f"{b['ratio_push_to_copyto_one']} of one `np.copyto` of a single buffer; {b['tiny_layers']} layers of 64 "
+        f"bytes cost {b['push_us_per_layer']} µs per layer (bare `np.copyto` of the same pairs: "
+        f"{b['copyto_us_per_layer']} µs).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def documented() -> str:
+    text = README.read_text(encoding="utf-8")
+    return text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip("\n") + "\n"
+
+
+def write(figures: dict[str, Any]) -> None:
+    text = README.read_text(encoding="utf-8")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(f"{head}{BEGIN}\n{block(figures)}{END}{tail}", encoding="utf-8")
+
+
+def load() -> dict[str, Any]:
+    return dict(json.loads(FIGURES.read_text(encoding="utf-8")))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--record"]:
+        record()
+    elif sys.argv[1:] == ["--write"]:
+        write(load())
+    else:
+        sys.stdout.write(block(load()))
