@@ -1,8 +1,11 @@
 """The README's figures, from the files the runs write: the reference's certification report
-(``reports/reference/report.json``), the mutants' kill matrix (``reports/mutants/kill-matrix.json``) and the
-reference benchmark (``reports/bench/reference.json``), with the spec for what it states.
+(``reports/reference/report.json``), the mutants' kill matrix (``reports/mutants/kill-matrix.json``), the
+reference benchmark (``reports/bench/reference.json``) and, where it was run, the full-profile certification
+through node processes (``reports/bench/nixl-certify.json``, ``bench/bench_nixl.py --certify``), with the spec for
+what it states.
 
-    python docs/figures.py --record   read those files into docs/figures.json (after tox -e certify,mutants,bench)
+    python docs/figures.py --record   read those files into docs/figures.json (after tox -e certify,mutants,bench;
+                                      the NIXL figures are kept from the last record where that file is missing)
     python docs/figures.py --write    put docs/figures.json's figures into README.md (between the markers)
     python docs/figures.py            print the README block
 
@@ -24,6 +27,7 @@ README = ROOT / "README.md"
 REPORT = ROOT / "reports" / "reference" / "report.json"
 KILL_MATRIX = ROOT / "reports" / "mutants" / "kill-matrix.json"
 BENCH = ROOT / "reports" / "bench" / "reference.json"
+NIXL_CERTIFY = ROOT / "reports" / "bench" / "nixl-certify.json"
 BEGIN, END = "<!-- figures:begin (docs/figures.py --write; from docs/figures.json) -->", "<!-- figures:end -->"
 
 
@@ -46,6 +50,8 @@ def report_figures(report: dict[str, Any]) -> dict[str, Any]:
     return {"verdict": report["verdict"]["label"], "tests": summary["tests"], "passed": summary["passed"],
             "not_supported": summary["not_supported"], "push_calls": report["run"]["push_calls"],
             "distinct_layouts": report["run"]["distinct_layouts"],
+            "histories": report["run"]["histories"], "history_steps": report["run"]["history_steps"],
+            "history_pushes": report["run"]["history_pushes"],
             "uncovered": sum(1 for c in report["clauses"] if c["outcome"] == "untested"),
             "seconds": round(float(report["run"]["duration_s"])), "measured": str(report["run"]["started"])[:10]}
 
@@ -53,7 +59,9 @@ def report_figures(report: dict[str, Any]) -> dict[str, Any]:
 def matrix_figures(matrix: dict[str, Any]) -> dict[str, Any]:
     mutants = matrix["mutants"]
     return {"killed": matrix["killed"], "total": matrix["total"],
-            "should": sum(1 for m in mutants if m["breaks"] == "should"), "seconds": round(float(matrix["seconds"]))}
+            "should": sum(1 for m in mutants if m["breaks"] == "should"),
+            "histories_only": sum(1 for m in mutants if m["status"] == "killed" and m["killed_by"] == ["histories"]),
+            "seconds": round(float(matrix["seconds"]))}
 
 
 def record() -> dict[str, Any]:
@@ -62,6 +70,11 @@ def record() -> dict[str, Any]:
                "certify": report_figures(json.loads(REPORT.read_text(encoding="utf-8"))),
                "mutants": matrix_figures(json.loads(KILL_MATRIX.read_text(encoding="utf-8"))),
                "bench": json.loads(BENCH.read_text(encoding="utf-8"))}
+    nixl = json.loads(NIXL_CERTIFY.read_text(encoding="utf-8")) if NIXL_CERTIFY.exists() else None
+    if nixl is not None and nixl.get("profile") == "certify":  # the README states the full profile's ratio only
+        figures["nixl"] = nixl
+    elif FIGURES.exists() and "nixl" in load():
+        figures["nixl"] = load()["nixl"]
     FIGURES.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return figures
 
@@ -76,15 +89,17 @@ def block(f: dict[str, Any]) -> str:
         f"{s['release']} ({s['must']} must, {s['should']} should, {s['may']} may), uncovered clauses: "
         f"{c['uncovered'] or 'none'}, verdict {c['verdict']}{not_supported}; **{c['push_calls']:,} `push_cache` "
         f"calls over {c['distinct_layouts']:,} distinct layouts** (printed as `push_cache calls: N, distinct layouts: "
-        f"M` and recorded in the report); the pytest run took {c['seconds']} s on the 2-core development machine "
-        f"(measured {c['measured']}).",
+        f"M` and recorded in the report), **{c['histories']} histories of {c['history_steps']:,} steps making "
+        f"{c['history_pushes']:,} of those pushes** (printed as `histories: H, steps: S, pushes in histories: P`); "
+        f"the pytest run took {c['seconds']} s on the 2-core development machine (measured {c['measured']}).",
         f"- `tox -e certify -- --backend reference-vendor`: NOT CERTIFIED on exactly the {s['deviations']} clauses "
         "whose `deviation:` records a vendor departure, each shown beside its failure as a known departure "
         "(`tests/kit/test_vendor_deviations.py`).",
         f"- `tox -e mutants`: {m['killed']}/{m['total']} deliberately broken backends killed in {m['seconds']} s: "
         f"each must mutant is NOT CERTIFIED by a must clause it targets, and the {m['should']} that break only "
         "vendor (`should`) behaviour are killed by being reported `incompatible` on a target (the table's last "
-        "column says `failed` or `incompatible`).",
+        f"column says `failed` or `incompatible`); {m['histories_only']} of them are killed by the histories alone "
+        "(every clause test lets them through; the matrix's \"killed by\" column).",
         f"- `tox -e bench` ({b['mode']} mode, measured {b['measured']}): a push of {b['bulk_mib']} MiB "
         f"({b['bulk_layers']} layers x 2 tensors x {b['bulk_tensor_kib']} KiB) node to node runs at "
         f"{b['ratio_push_to_copyto_pairs']} of `np.copyto` of the same tensor slices and "
@@ -92,6 +107,12 @@ def block(f: dict[str, Any]) -> str:
         f"bytes cost {b['push_us_per_layer']} µs per layer (bare `np.copyto` of the same pairs: "
         f"{b['copyto_us_per_layer']} µs).",
     ]
+    if "nixl" in f:
+        n = f["nixl"]
+        lines.append(
+            f"- `python bench/bench_nixl.py --certify` (full profile, measured {n['measured']}): the reference in "
+            f"process {n['in_process_s']} s, through the node host with one process per node {n['node_host_s']} s: "
+            f"{n['ratio']}x, both {n['verdict']}.")
     return "\n".join(lines) + "\n"
 
 
