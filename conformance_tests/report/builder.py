@@ -98,7 +98,7 @@ def outcome_for(test: Mapping[str, Any], clause_id: str) -> str:
     """The outcome a test gives one of the clauses it names: a failing test that says which clauses failed
     (``failed_clauses``: a history checks many clauses and breaks one) passed the others, as far as it ran."""
     failed = test.get("failed_clauses")
-    if failed and test["outcome"] in ("failed", "incompatible", "xfailed") and clause_id not in failed:
+    if failed and test["outcome"] in ("failed", "flaky", "incompatible", "xfailed") and clause_id not in failed:
         return "passed"
     return str(test["outcome"])
 
@@ -236,7 +236,7 @@ def compute_verdict(
     ]
     blocking_set = set(blocking_tests)
     failing = {cid for t in tests if t["id"] in blocking_set for cid in t["clauses"]
-               if outcome_for(t, cid) in ("failed", "error")}
+               if outcome_for(t, cid) in BLOCKING_TEST_OUTCOMES}
     by_clause: dict[str, list[dict[str, Any]]] = {}
     for t in tests:
         for cid in t["clauses"]:

@@ -209,14 +209,16 @@ def test_the_run_header_sums_what_adds_up_and_says_so(kit):
     rows = _serial_rows(kit)
     one = _shard(kit, 1, 2, rows, ASSIGNED_OF_TWO, run={
         "started": "2025-01-02T03:04:05+00:00", "duration_s": 4.5, "push_calls": 10, "backend_processes": None,
-        "layout_keys": ["a", "b"], "distinct_layouts": 2})
+        "histories": 3, "history_steps": 30, "history_pushes": 7, "layout_keys": ["a", "b"], "distinct_layouts": 2})
     two = _shard(kit, 2, 2, rows, ASSIGNED_OF_TWO, run={
         "started": "2025-01-02T02:00:00+00:00", "duration_s": 1.25, "push_calls": 5, "backend_processes": None,
-        "layout_keys": ["b", "c"], "distinct_layouts": 2})
+        "histories": 1, "history_steps": 4, "history_pushes": 2, "layout_keys": ["b", "c"], "distinct_layouts": 2})
     run = merge_reports([one, two])["run"]
     assert run["started"] == "2025-01-02T02:00:00+00:00" and run["duration_s"] == 5.75, run
     assert run["push_calls"] == 15 and run["backend_processes"] is None, run
-    assert run["summed"] == ["duration_s", "push_calls", "backend_processes"]
+    assert (run["histories"], run["history_steps"], run["history_pushes"]) == (4, 34, 9), run
+    assert run["summed"] == ["duration_s", "push_calls", "histories", "history_steps", "history_pushes",
+                             "backend_processes"]
     assert run["distinct_layouts"] == 3, "the union of the layouts, not the sum of the counts"
     assert "layout_keys" not in run and run["argv"] == SERIAL_ARGV
     assert [(m["index"], m["count"], m["sha256"], m["tests"]) for m in run["merged_from"]] == [
