@@ -165,11 +165,11 @@ def tensor_count(draw: Any, dom: Domain, min_tensors: int = 1) -> tuple[int, int
 
 
 @st.composite
-def cache_side(draw: Any, dom: Domain) -> tuple[Side, int]:
-    """One cache as a layout's source side is drawn (every documented DataType, a placement some transfer of the
-    domain has, a tensor count and its tensor_num_per_layer, a batch size, inner dimensions), with its
-    tensor_num_per_layer."""
-    dtype = draw(st.sampled_from(dom.data_types), label="data_type")
+def cache_side(draw: Any, dom: Domain, data_type: str | None = None) -> tuple[Side, int]:
+    """One cache as a layout's source side is drawn (every documented DataType unless ``data_type`` names one, a
+    placement some transfer of the domain has, a tensor count and its tensor_num_per_layer, a batch size, inner
+    dimensions), with its tensor_num_per_layer."""
+    dtype = data_type or draw(st.sampled_from(dom.data_types), label="data_type")
     placement = draw(st.sampled_from(sorted({p for pair in dom.transfers for p in pair})), label="placement")
     total, tnpl = tensor_count(draw, dom)
     batch = draw(st.integers(*dom.batch), label="batch")

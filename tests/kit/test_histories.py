@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
-from hypothesis import settings
+from hypothesis import find, settings
 
 import conformance_tests.profiles  # noqa: F401 - registers the profiles
+from conformance_tests import strategies
 from conformance_tests.context import RunContext
 from conformance_tests.judging import ClauseFailure
 from conformance_tests.procedures import PROCEDURES, histories, items_for
+from conformance_tests.procedures.histories import draws
+from conformance_tests.procedures.histories.bed import CONTENTS
+from conformance_tests.spec import CacheSpec, Level
 from mutants import catalog
 from reference_impl.backend import backend as reference
 
@@ -61,3 +67,51 @@ def test_a_broken_backend_fails_the_clause_that_broke_and_its_repro_fails_too(qu
     assert "cluster = backend.open_cluster(" in script and "push_cache(" in script
     with pytest.raises(AssertionError, match=HISTORY):
         exec(compile(script, "repro.py", "exec"), {"__name__": "repro"})  # noqa: S102 - the kit's own script
+
+
+# ---- what every history reaches by construction, whatever else it draws -------------------------------------------
+
+def _simplest(strategy, label=None):
+    """The draw hypothesis starts from: what a stream with one example gets."""
+    return find(strategy, lambda _: True)
+
+
+def _contents(code):
+    ns = {"np": np}
+    exec("\n".join(CONTENTS), ns)  # noqa: S102 - the kit's own helper, as a repro script defines it
+    return eval(code, ns)  # noqa: S307
+
+
+def test_every_fill_differs_and_a_rewrite_changes_every_batch_entry_even_at_the_simplest_draws():
+    run = RunContext.for_backend(reference, "reference_impl.backend:backend")
+    for dtype in ("DT_FLOAT", "DT_INT8", "DT_BOOL"):
+        desc = CacheSpec(3, (4, 1), dtype, "DEVICE")  # one element per batch entry: all of it special
+        nbytes = 4 * run.spec.types.enums["DataType"].members[dtype].size
+        code, shift = draws.content_code(_simplest, run.spec, desc, nbytes, 1)
+        other, _ = draws.content_code(_simplest, run.spec, desc, nbytes, 2)
+        again, _ = draws.content_code(_simplest, run.spec, desc, nbytes, 3, after=shift)
+        first = _contents(code).reshape(3, 4, -1)
+        assert not np.array_equal(first, _contents(other).reshape(3, 4, -1))
+        changed = (first != _contents(again).reshape(3, 4, -1)).any(axis=2)
+        assert changed.all(), f"{dtype}: a rewrite left batch entries as they were"
+
+
+def test_the_long_run_layouts_hold_every_special_pattern_in_every_batch_entry():
+    run = RunContext.for_backend(reference, "reference_impl.backend:backend")
+    dom = strategies.domain(run.spec, Level.MUST, run.caps, run.params)
+    for dtype in dom.data_types:
+        desc, _ = draws.tour_desc(_simplest, run.spec, dom, dtype)
+        assert math.prod(desc.shape[1:]) >= 2 * draws.special_count(run.spec, dtype), dtype
+
+
+def test_the_model_stream_starts_at_the_edges_and_unknown_ids_alias_in_every_common_field():
+    run = RunContext.for_backend(reference, "reference_impl.backend:backend")
+    hist = run.spec.generation.histories
+    dom = strategies.domain(run.spec, Level.MUST, run.caps, run.params)
+    edges = draws.edge_models(hist, dom, run.caps.get("max_cache_bytes"))
+    assert max(m.num_tensors for m in edges) == max(m.num_tensors for m in hist.model_layouts) > 128
+    assert max(math.prod(m.shape[1:]) * dom.itemsize[m.data_type] for m in edges) > 65535
+    ids = draws.unknown_ids(hist.cache_id, 5, {5, 6})
+    for width in draws.COMMON_FIELD_BITS:
+        assert any(i != 5 and (i - 5) % (1 << width) == 0 for i in ids), width
+    assert {hist.cache_id.min, hist.cache_id.max} <= set(ids) and not {5, 6} & set(ids)

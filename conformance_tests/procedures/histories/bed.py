@@ -6,7 +6,6 @@ guard band and freed region stays watched (:class:`~conformance_tests.testbed.Te
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +27,19 @@ SAMPLED_WINDOWS = 4
 #: how a repro script reads a cache's tensors (defined at its top)
 SNAP = ("def snap(node, cache):",
         "    return [np.asarray(node.read_tensor(cache, t)).ravel() for t in range(len(cache.tensor_addrs))]")
+#: how a repro script builds a cache's contents (defined at its top): random bytes (eight at a time: a uint8 draw
+#: per byte costs ten times more at model scale), every batch entry of every tensor starting with ``head`` special
+#: patterns of its DataType, from pattern ``shift + tensor + entry`` on (a rewrite with another shift changes
+#: every entry, whatever the random bytes)
+CONTENTS = (
+    "def contents(seed, pattern, size, shift, head, tensors, batch, nbytes):",
+    "    data = np.random.default_rng(seed).integers(0, 2**64 - 1, (tensors, max(1, -(-nbytes // 8))),",
+    "                                                dtype=np.uint64, endpoint=True).view(np.uint8)[:, :nbytes].copy()",
+    "    special = np.frombuffer(bytes.fromhex(pattern), np.uint8).reshape(-1, size)",
+    "    at = (shift + np.arange(tensors)[:, None, None] + np.arange(batch)[:, None] + np.arange(head)) % len(special)",
+    "    data.reshape(tensors, batch, -1)[:, :, :head * size] = special[at].reshape(tensors, batch, head * size)",
+    "    return data",
+)
 
 
 class HistoryBed(Testbed):
@@ -53,7 +65,8 @@ class HistoryBed(Testbed):
             self.nodes[n.name] = self._step("cluster.node", self.rec.invoke, n.name, Value(self.cluster, "cluster"),
                                             "node", lit(n.cluster_id))
         self.api = self.rec.let("api", f"{nodes[0].name}.api").obj
-        self.rec.lines += list(SNAP)
+        self.rec.lines += [*SNAP, *CONTENTS]
+        exec("\n".join(CONTENTS), self.rec.ns)  # noqa: S102 - the script's own helper, defined where it runs too
 
     def node(self, node_name: str) -> Any:
         return self.nodes[node_name]
@@ -248,15 +261,8 @@ class HistoryBed(Testbed):
         return self.before.get(self.dst.name, []) if self.dst is not None else []
 
 
-def random_code(seed: int, num_tensors: int, nbytes: int) -> str:
-    """Random bytes, eight at a time (a uint8 draw per byte costs ten times more at model scale)."""
-    words = max(1, math.ceil(nbytes / 8))
-    return (f"np.random.default_rng({seed}).integers(0, 2**64 - 1, ({num_tensors}, {words}), dtype=np.uint64, "
-            f"endpoint=True).view(np.uint8)[:, :{nbytes}]")
-
-
-def special_code(pattern: bytes, size: int, num_tensors: int, nbytes: int) -> str:
-    """The special bit patterns repeated, each tensor starting one element further."""
-    base = f"np.resize(np.frombuffer(bytes.fromhex({pattern.hex()!r}), np.uint8), {nbytes + len(pattern)})"
-    return (f"(lambda base: np.stack([base[{size} * t % {len(pattern)}:][:{nbytes}] for t in range({num_tensors})]))"
-            f"({base})")
+def contents_code(seed: int, pattern: bytes, size: int, shift: int, head: int, num_tensors: int, batch: int,
+                  nbytes: int) -> str:
+    """The code of a cache's contents (:data:`CONTENTS`): random bytes from ``seed``, every batch entry of every
+    tensor starting with ``head`` of the special patterns of ``pattern`` (elements of ``size`` bytes)."""
+    return f"contents({seed}, {pattern.hex()!r}, {size}, {shift}, {head}, {num_tensors}, {batch}, {nbytes})"

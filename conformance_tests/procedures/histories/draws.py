@@ -1,14 +1,18 @@
 """What a history draws, from the spec's domains: its nodes (cluster ids over their documented domain, roles, a
 configuration per node), its caches (layouts drawn like the clause streams', real models' KV caches, memory at
-uneven offsets), their contents (random bytes and every special bit pattern of their DataType) and the ids a
-key names.  Each is a hypothesis draw, so a failing history shrinks."""
+uneven offsets), their contents (random bytes beside every special bit pattern of their DataType) and the ids a
+key names.  Each is a hypothesis draw, so a failing history shrinks.  Some are at the domains' edges by
+construction, not by luck: a layout of every DataType whose every batch entry holds all of its special patterns
+(:func:`tour_desc`), the real models with the most tensors and the largest batch entry (:func:`edge_models`), ids
+agreeing with a known one in their low bits at every common field width, and the domain's ends
+(:func:`unknown_ids`)."""
 
 from __future__ import annotations
 
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +21,7 @@ from hypothesis import strategies as st
 from ... import bitpatterns, strategies
 from ...spec import CacheSpec, Spec
 from ...spec.model import Bounds, Histories, HistoryStream, ModelLayout
-from .bed import random_code, special_code
+from .bed import contents_code
 from .world import CacheState, NodeState
 
 #: the options every history node gets besides its own drawn configuration (the cache manager on, remote access
@@ -27,8 +31,8 @@ NODE_OPTIONS = {"llm.EnableCacheManager": "1", "llm.EnableRemoteCacheAccessible"
 NARROWEST_FIELD_BITS = 8
 #: the widths integer fields most often have (tried first, beside any other)
 COMMON_FIELD_BITS = (32, 16, 8)
-#: the contents a cache is filled with
-CONTENTS = ("random", "special", "mixed")
+#: a batch entry holds its DataType's special patterns in at most this share of its elements (random bytes beside)
+SPECIAL_SHARE = 2
 
 
 @st.composite
@@ -55,11 +59,12 @@ def in_domain(bounds: Bounds, used: Sequence[int] = ()) -> st.SearchStrategy[int
 
 
 @st.composite
-def nodes(draw: Any, hist: Histories, roles: Sequence[str], stream: HistoryStream) -> list[NodeState]:
-    """2 to N nodes: distinct cluster ids over the whole domain (some aliasing others' low bits), a role each, and
-    options of their own: llm.SyncKvCacheWaitTime over its domain (half of the nodes within what the stream may
-    wait), pools of their own size and page_shift (at least one page in the pool)."""
-    count = draw(st.integers(hist.nodes.min, hist.nodes.max), label="nodes")
+def nodes(draw: Any, hist: Histories, roles: Sequence[str], stream: HistoryStream, least: int = 0) -> list[NodeState]:
+    """2 to N nodes (``least`` at least, as far as the domain goes): distinct cluster ids over the whole domain (some
+    aliasing others' low bits), a role each, and options of their own: llm.SyncKvCacheWaitTime over its domain
+    (half of the nodes within what the stream may wait), pools of their own size and page_shift (at least one page
+    in the pool)."""
+    count = draw(st.integers(min(hist.nodes.max, max(least, hist.nodes.min)), hist.nodes.max), label="nodes")
     ids: list[int] = []
     for _ in range(count):
         cid = draw(in_domain(hist.cluster_id, ids).filter(lambda c: c not in ids), label="cluster_id")
@@ -105,11 +110,55 @@ def fresh_desc(draw: Any, spec: Spec, dom: strategies.Domain, stream: HistoryStr
         hist = spec.generation.histories if spec.generation is not None else None
         models = [m for m in (hist.model_layouts if hist else ()) if m.data_type in dom.itemsize
                   and fits(m, dom.itemsize[m.data_type], max_bytes)]
-        model = draw(st.sampled_from(models), label="model")
-        placement = draw(st.sampled_from(sorted({p for pair in dom.transfers for p in pair})), label="placement")
-        return CacheSpec(model.num_tensors, model.shape, model.data_type, placement), model.tensors_per_layer
+        return model_desc(draw, draw(st.sampled_from(models), label="model"), dom)
     side, tnpl = draw(strategies.cache_side(dom), label="cache")
     return side.desc(), tnpl
+
+
+def model_desc(draw: Any, model: ModelLayout, dom: strategies.Domain) -> tuple[CacheSpec, int]:
+    """A real model's KV cache in a placement some transfer of the domain has, and its layers' tensor count."""
+    placement = draw(st.sampled_from(sorted({p for pair in dom.transfers for p in pair})), label="placement")
+    return CacheSpec(model.num_tensors, model.shape, model.data_type, placement), model.tensors_per_layer
+
+
+def edge_models(hist: Histories, dom: strategies.Domain, max_bytes: int | None) -> list[ModelLayout]:
+    """The real models at the edges of the spec's model layouts (of those the backend holds): the most tensors
+    and the largest batch entry of one tensor (a backend keeping a tensor index or a copy's byte count in a
+    narrow field fails there)."""
+    models = [m for m in hist.model_layouts if m.data_type in dom.itemsize
+              and fits(m, dom.itemsize[m.data_type], max_bytes)]
+    if not models:
+        return []
+    most = max(models, key=lambda m: m.num_tensors)
+    widest = max(models, key=lambda m: math.prod(m.shape[1:]) * dom.itemsize[m.data_type])
+    return list(dict.fromkeys([most, widest]))
+
+
+def special_count(spec: Spec, data_type: str) -> int:
+    """How many special patterns a DataType's elements have."""
+    size, pattern = _patterns(spec, data_type)
+    return len(pattern) // size
+
+
+def _patterns(spec: Spec, data_type: str) -> tuple[int, bytes]:
+    table = spec.types.enums.get("DataType")
+    member = table.members.get(data_type) if table is not None else None
+    size = member.size if member is not None and member.size else 1
+    return size, bitpatterns.pattern_bytes(member.encoding if member else None, size, spec.types.byte_order)
+
+
+def tour_desc(draw: Any, spec: Spec, dom: strategies.Domain, data_type: str) -> tuple[CacheSpec, int]:
+    """A layout of ``data_type`` drawn like the clause streams', its batch entries widened (as far as the domain's
+    rank and tensor bytes allow) to hold every special pattern of the type beside as many random elements."""
+    side, tnpl = draw(strategies.cache_side(dom, data_type), label="cache")
+    batch, inner = side.shape[0], tuple(side.shape[1:])
+    want = SPECIAL_SHARE * special_count(spec, data_type)
+    if math.prod(inner) < want and dom.rank[1] >= 2:
+        lead = inner[:-1]
+        inner = (*lead, -(-want // math.prod(lead)))
+        room = dom.tensor_bytes[1] // (math.prod(inner) * dom.itemsize[data_type])
+        batch = max(dom.batch[0], min(batch, room))
+    return side.desc().with_(shape=(batch, *inner)), tnpl
 
 
 def mirror_desc(draw: Any, src: CacheState, tnpl: int, dom: strategies.Domain, stream: HistoryStream, *,
@@ -145,19 +194,30 @@ def registration(draw: Any, hist: Histories, num_tensors: int) -> tuple[list[int
     return gaps, order
 
 
-def content_code(draw: Any, spec: Spec, desc: CacheSpec, nbytes: int) -> str:
-    """The code that builds a cache's contents: random bytes, the special bit patterns of its DataType, or both
-    (the even tensors special)."""
-    kind = draw(st.sampled_from(CONTENTS), label="contents")
-    seed = draw(st.integers(0, 255), label="data seed")
-    table = spec.types.enums.get("DataType")
-    member = table.members.get(desc.data_type) if table is not None else None
-    size = member.size if member is not None and member.size else 1
-    pattern = bitpatterns.pattern_bytes(member.encoding if member else None, size, spec.types.byte_order)
-    if kind == "random":
-        return random_code(seed, desc.num_tensors, nbytes)
-    special = special_code(pattern, size, desc.num_tensors, nbytes)
-    if kind == "special":
-        return special
-    return (f"np.where((np.arange({desc.num_tensors}) % 2 == 0)[:, None], {special}, "
-            f"{random_code(seed, desc.num_tensors, nbytes)})")
+def content_code(draw: Any, spec: Spec, desc: CacheSpec, nbytes: int, fill: int, *,
+                 after: int | None = None) -> tuple[str, int]:
+    """The code that builds a cache's contents, and the shift of its special patterns: random bytes, every batch
+    entry of every tensor starting with its DataType's special bit patterns (all of them where the entry holds
+    twice as many elements, else half of it), from pattern ``shift + tensor + entry`` on.  ``fill``: which
+    fill of the history this is (from 1), which the seed and shift depend on: no two fills hold the same bytes,
+    even at the simplest draws (a push between equal caches would show nothing); ``after``: the shift of the contents
+    rewritten, which the new one differs from (so every batch entry changes)."""
+    seed = 256 * fill + draw(st.integers(0, 255), label="data seed")
+    size, pattern = _patterns(spec, desc.data_type)
+    count = len(pattern) // size
+    if after is None:
+        shift = (fill + draw(st.integers(0, count - 1), label="patterns from")) % count
+    else:
+        shift = (after + draw(st.integers(1, count - 1), label="patterns shifted by")) % count
+    batch = desc.shape[0] if desc.shape and desc.shape[0] > 0 and nbytes % desc.shape[0] == 0 else 1
+    head = min(count, -(-(nbytes // batch // size) // SPECIAL_SHARE))
+    return contents_code(seed, pattern, size, shift, head, desc.num_tensors, batch, nbytes), shift
+
+
+def unknown_ids(bounds: Bounds, like: int, used: Collection[int]) -> list[int]:
+    """Ids no cache of a server ever had, over the whole domain: ones agreeing with ``like`` (a cache it has) in
+    their low w bits for every common field width w (``like`` ± 2**w, inside the domain), and the domain's ends."""
+    out = []
+    for width in COMMON_FIELD_BITS:
+        out += [v for v in (like + (1 << width), like - (1 << width)) if bounds.min <= v <= bounds.max][:1]
+    return [v for v in dict.fromkeys([*out, bounds.min, bounds.max]) if v not in used]

@@ -51,6 +51,10 @@ BARRIER_S = 10
 WITHIN, BEYOND = 0.5, 1.5
 #: live caches from which a valid push prefers the caches there are to new ones (each check reads them all)
 MAX_LIVE_CACHES = 8
+#: pushes of a long run's pair between two rewrites of its source (a source rewritten between pushes)
+REWRITE_EVERY = 16
+#: nodes a history with a long run has at least (its client linked to every other node: to more than one)
+LONG_RUN_NODES = 3
 
 Builder = Callable[["HistoryMachine", Any], bool]
 #: situation (schema enum history_situation) -> how a step makes a push in it; False when it cannot now
@@ -81,6 +85,7 @@ class HistoryMachine(RuleBasedStateMachine):
         self.h.run.counters.histories += 1
         self.steps = 0
         self.can_unregister = False
+        self.fills = 0
         #: the situations a push is drawn in, and the (clause, rule) pairs a broken push is drawn from
         self.situations = [n for n in SITUATIONS if n in self.h.situations]
         self.broken = {f"{c.id}: {r}": (c, r) for c, r in self.h.invalid}
@@ -130,11 +135,37 @@ class HistoryMachine(RuleBasedStateMachine):
             if allocated is None:
                 return None
             info = allocated
-        bed.fill_with(info, draws.content_code(data.draw, h.run.spec, desc, info.nbytes))
+        code, shift = draws.content_code(data.draw, h.run.spec, desc, info.nbytes, self.filled())
+        bed.fill_with(info, code)
         cache = CacheState(info, node.index, self.world.tick(), register, accessible,
-                           int(getattr(info.cache, "cache_id", 0)), layers_of)
+                           int(getattr(info.cache, "cache_id", 0)), layers_of, shift)
         self.world.caches.append(cache)
         return cache
+
+    def filled(self) -> int:
+        """How many caches this history has filled, this one included (each fill's bytes differ from all others)."""
+        self.fills += 1
+        return self.fills
+
+    def rewrite(self, data: Any, cache: CacheState) -> None:
+        """New contents for ``cache`` (a source rewritten between pushes): its special patterns shifted, so that
+        every batch entry of every tensor changes."""
+        info = cache.info
+        desc = CacheSpec(cache.num_tensors, tuple(info.shape), info.data_type, info.placement)
+        code, cache.shift = draws.content_code(data.draw, self.h.run.spec, desc, info.nbytes, self.filled(),
+                                               after=cache.shift)
+        self.bed.fill_with(info, code)
+
+    def make_pair(self, data: Any, client: NodeState, server: NodeState, desc: CacheSpec, tnpl: int, *,
+                  registered: bool | None = None) -> tuple[CacheState, CacheState] | None:
+        """A source of ``desc`` on ``client`` and a destination made for it on ``server``."""
+        h = self.h
+        src = self.make(data, client, desc, accessible=True, layers_of=tnpl, registered=registered)
+        if src is None:
+            return None
+        dst = self.make(data, server, draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream), accessible=True,
+                        layers_of=tnpl, registered=registered)
+        return (src, dst) if dst is not None else None
 
     def link(self, client: NodeState, server: NodeState) -> None:
         self.bed.link_nodes(client, server)
@@ -275,29 +306,61 @@ class HistoryMachine(RuleBasedStateMachine):
 
     @initialize(data=st.data())
     def open(self, data: Any) -> None:
-        """The cluster, a first source and destination (memory before the link, as documented), the link; a
-        stream with a long run pushes over that link first."""
+        """The cluster, its first sources and destinations (memory before the link, as documented), the link.  A
+        stream with a long run links the client to every other node too and pushes over its first link (the
+        oldest of several from one node), a real models' stream pushes the models at the domain's edges: what a
+        history reaches by construction, whatever else it draws."""
         h, w = self.h, self.world
         label = self.step("open")
-        w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream), label="nodes")
+        w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, LONG_RUN_NODES if h.long_run else 0),
+                            label="nodes")
         self.bed.open_nodes(w.nodes)
         self.can_unregister = callable(getattr(self.bed.nodes[w.nodes[0].name].cache_manager, "unregister_cache",
                                                None))
         client, server = w.nodes[0], w.nodes[1]
-        desc, tnpl = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
-        src = self.make(data, client, desc, accessible=True, layers_of=tnpl)
-        dst = (self.make(data, server, draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream), accessible=True,
-                         layers_of=tnpl) if src else None)
+        edges = draws.edge_models(h.hist, h.dom, h.max_bytes) if h.stream.layouts == "models" else []
+        firsts: list[tuple[CacheSpec, int, bool | None]]
+        if edges:
+            firsts = [(*draws.model_desc(data.draw, m, h.dom), True) for m in edges]
+        else:
+            firsts = [(*draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes), None)]
+            if h.long_run:  # a pair of every DataType of the domain, each batch entry holding its special patterns
+                firsts += [(*draws.tour_desc(data.draw, h.run.spec, h.dom, t), True) for t in h.dom.data_types]
+        pairs = [self.make_pair(data, client, server, desc, tnpl, registered=reg) for desc, tnpl, reg in firsts]
         self.link(client, server)
+        if h.long_run:  # the long run's link is the oldest of several from its client
+            for other in w.nodes[2:]:
+                self.link(client, other)
         still(h, self.bed, label)
-        if h.long_run and src is not None and dst is not None and self.can("valid"):
-            plan = self.plan(data, client, server, src, dst)
-            if plan is not None:
-                self.long_run(plan, h.long_run, label)
+        if not self.can("valid") or not (h.long_run or edges):
+            return
+        plans = [p for p in (self.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
+        if h.long_run:
+            self.long_run(data, plans, h.long_run, label)
+            return
+        for i, plan in enumerate(plans):
+            self.push_valid(plan, f"{label}, a model at the domain's edges, {i + 1} of {len(plans)}")
 
-    def long_run(self, plan: Plan, count: int, label: str) -> None:
-        """``count`` pushes over one link, each judged, the batch entries stepping so that every push changes the
-        destination; the script says it as one loop."""
+    def long_run(self, data: Any, plans: list[Plan], count: int, label: str) -> None:
+        """``count`` valid pushes over one link, each judged: over each pair of ``plans`` in turn (the first drawn,
+        then one of every DataType), a pair's in runs of :data:`REWRITE_EVERY` with its source rewritten between
+        them (every batch entry changed); after the first run, keys naming ids the server never had
+        (:func:`.draws.unknown_ids`), judged by the clause of ``unknown_cache``."""
+        for k, plan in enumerate(plans):
+            todo, runs = count // len(plans) + (k < count % len(plans)), 0
+            while todo > 0:
+                if runs:
+                    self.bed.rec.comment(f"{plan.src.name} rewritten between pushes")
+                    self.rewrite(data, plan.src)
+                n = min(REWRITE_EVERY, todo)
+                self.pushes_in_a_row(plan, n, f"{label}, long run over pair {k + 1} of {len(plans)}, run {runs + 1}")
+                todo, runs = todo - n, runs + 1
+                if k == 0 and runs == 1:
+                    self.unknown_keys(plan, label)
+
+    def pushes_in_a_row(self, plan: Plan, count: int, label: str) -> None:
+        """``count`` pushes of ``plan``, each judged, the batch entries stepping so that every push changes the
+        destination; the script says them as one loop."""
         rec = self.bed.rec
         start = len(rec.lines)
         src_b, dst_b = plan.src.batch, plan.dst.batch if plan.dst is not None else 1
@@ -306,12 +369,23 @@ class HistoryMachine(RuleBasedStateMachine):
             for i in range(count):
                 mark = len(rec.lines)
                 self.push_valid(replace(plan, src_batch=i % src_b, dst_batch=(i + 1) % dst_b),
-                                f"{label}, long run push {i + 1} of {count}")
+                                f"{label}, push {i + 1} of {count}")
                 del rec.lines[mark:]
                 done += 1
         finally:
             if done:
                 rec.lines[start:start] = loop_line(self.h, self.bed, plan, done, (src_b, dst_b))
+
+    def unknown_keys(self, plan: Plan, label: str) -> None:
+        """Pushes over ``plan``'s link whose keys name ids its server never had, each judged by the clause of
+        ``unknown_cache``: ids agreeing with the destination's in their low bits at every common field width, and
+        the domain's ends."""
+        if "unknown_cache" not in self.h.situations or plan.dst is None:
+            return
+        used = self.world.ids_on(plan.server.index)
+        for cache_id in draws.unknown_ids(self.h.hist.cache_id, plan.dst.cache_id, used):
+            judge_push(self.h, self.bed, self.world, replace(plan, dst=None, cache_id=cache_id),
+                       self.h.situations["unknown_cache"], None, f"{label}, long run: unknown_cache")
 
     @precondition(lambda self: bool(self.world.unlinked_pairs() or self.world.usable_links()))
     @rule(data=st.data())
@@ -358,8 +432,7 @@ class HistoryMachine(RuleBasedStateMachine):
         elif op == "free again":
             self.bed.deallocate_again(cache.name, cache.info.cache, cache.info.node_name)
         else:
-            desc = CacheSpec(cache.num_tensors, tuple(cache.info.shape), cache.info.data_type, cache.info.placement)
-            self.bed.fill_with(cache.info, draws.content_code(data.draw, self.h.run.spec, desc, cache.info.nbytes))
+            self.rewrite(data, cache)
         still(self.h, self.bed, label)
         self.then_push(data)
 

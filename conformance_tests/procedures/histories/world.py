@@ -41,7 +41,7 @@ class CacheState:
     """One cache the history made, live or freed."""
 
     def __init__(self, info: CacheInfo, node: int, created: int, registered: bool, remote_accessible: bool,
-                 cache_id: int, layers_of: int = 0) -> None:
+                 cache_id: int, layers_of: int = 0, shift: int = 0) -> None:
         self.info = info
         self.node = node
         self.created = created  # the moment (World.tick) it was made
@@ -49,6 +49,7 @@ class CacheState:
         self.remote_accessible = remote_accessible
         self.cache_id = cache_id
         self.layers_of = layers_of  # the tensors per layer it was made for (a real model's K and V)
+        self.shift = shift  # where its contents' special patterns start (a rewrite shifts them)
         self.freed = False
 
     def __repr__(self) -> str:
