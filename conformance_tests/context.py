@@ -16,6 +16,10 @@ from typing import Any
 from .deadlines import Deadlines
 from .spec import Signature, Spec, load_spec
 
+#: how long hypothesis may shrink a failing history unless --shrink-time says otherwise: a replay costs from a
+#: tenth of a second to seconds, and hypothesis's own bound is five minutes
+DEFAULT_SHRINK_S = 30.0
+
 
 @dataclass
 class Counters:
@@ -48,6 +52,7 @@ class RunContext:
     spec: Spec  # every release
     release: str
     timeout: float | None = None  # the per-test pytest-timeout bound (--timeout), if any
+    shrink_s: float = DEFAULT_SHRINK_S  # how long a failing history may shrink (--shrink-time)
     deadlines: Deadlines = field(default_factory=Deadlines)
     counters: Counters = field(default_factory=Counters)
     #: the testbed the running test opened last: its call log is the test's reproduction

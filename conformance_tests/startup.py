@@ -101,8 +101,11 @@ def start_run(config: pytest.Config, result: RunResult) -> RunState:
     else:
         release = spec.newest_release(declared)
 
+    shrink_s = float(config.getoption("shrink_time"))
+    if shrink_s < 0:
+        raise pytest.UsageError(f"--shrink-time {shrink_s:g}: a number of seconds, 0 for no shrinking")
     state.ctx = RunContext(backend, target, caps, spec, release, timeout=config.getoption("timeout", None),
-                           deadlines=deadlines)
+                           shrink_s=shrink_s, deadlines=deadlines)
     state.packaged_sha256 = packaged_sha256()
     if not config.getoption("no_reports") and not config.option.collectonly and not state.is_worker:
         from .report.folders import check_writable

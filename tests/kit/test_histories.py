@@ -17,7 +17,7 @@ import conformance_tests.profiles  # noqa: F401 - registers the profiles
 from conformance_tests import strategies
 from conformance_tests.context import RunContext
 from conformance_tests.judging import ClauseFailure
-from conformance_tests.procedures import PROCEDURES, histories, items_for
+from conformance_tests.procedures import PROCEDURES, items_for
 from conformance_tests.procedures.histories import draws
 from conformance_tests.procedures.histories.bed import CONTENTS
 from conformance_tests.spec import CacheSpec, Level
@@ -56,8 +56,8 @@ def test_histories_pass_on_the_reference_and_count_what_they_did(quick):
 
 
 def test_a_broken_backend_fails_the_clause_that_broke_and_its_repro_fails_too(quick, monkeypatch):
-    monkeypatch.setattr(histories, "SHRINK_SECONDS", 5)  # a shorter shrink: this checks its result, not its bound
     run = RunContext.for_backend(catalog.first_tensor_only, "mutants.catalog:first_tensor_only")
+    run.shrink_s = 5  # a shorter shrink: this checks its result, not its bound
     clause = run.spec.clause(HISTORY)
     item = next(i for i in items_for(run, clause) if i.key == "serving")
     with pytest.raises(ClauseFailure) as info, contextlib.redirect_stdout(io.StringIO()):

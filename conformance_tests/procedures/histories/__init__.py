@@ -37,15 +37,10 @@ __all__ = ["SITUATIONS"]
 
 #: a history's time bound (the pytest-timeout of its test grows by this much per history)
 SECONDS_PER_HISTORY = 30
-#: how long hypothesis may shrink a failing history: a replay costs from a tenth of a second to seconds, and
-#: hypothesis's own bound is five minutes (it has no setting for it: the bound is its engine's constant, lowered
-#: for the run and restored after it)
-SHRINK_SECONDS = 30
-
-
 @contextlib.contextmanager
 def shrinking_within(seconds: float) -> Iterator[None]:
-    """Hypothesis stops shrinking after ``seconds`` (where its engine has the bound; otherwise its own)."""
+    """Hypothesis stops shrinking after ``seconds`` (where its engine has the bound; otherwise its own): it has no
+    setting for it, the bound is its engine's constant, lowered for the run and restored after it."""
     from hypothesis.internal.conjecture import engine
 
     previous = getattr(engine, "MAX_SHRINKING_SECONDS", None)
@@ -124,8 +119,8 @@ def run_history(run: RunContext, clause: Clause, item: Item) -> None:
     machine: Any = machine_for(h)
     if profile.derandomize:
         machine = seed(stream_seed(clause.id, item.key))(machine)
-    phases = [p for p in profile.phases if stream.shrink or p is not Phase.shrink]
-    with shrinking_within(SHRINK_SECONDS):
+    phases = [p for p in profile.phases if (stream.shrink and run.shrink_s > 0) or p is not Phase.shrink]
+    with shrinking_within(run.shrink_s):
         run_state_machine_as_test(machine, settings=settings(
             profile, max_examples=item.examples, stateful_step_count=stream.steps, report_multiple_bugs=False,
             suppress_health_check=list(HealthCheck), phases=phases))

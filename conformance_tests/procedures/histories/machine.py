@@ -49,6 +49,8 @@ from .world import CacheState, LinkState, NodeState, World
 BARRIER_S = 10
 #: margins around sync_kv_timeout that keep a delayed push clear of it on either side
 WITHIN, BEYOND = 0.5, 1.5
+#: the situation a configuration stream reaches by construction at its budget's edge (HistoryMachine.open)
+EDGE_DELAY = "delay_within_budget"
 #: live caches from which a valid push prefers the caches there are to new ones (each check reads them all)
 MAX_LIVE_CACHES = 8
 #: pushes of a long run's pair between two rewrites of its source (a source rewritten between pushes)
@@ -312,8 +314,13 @@ class HistoryMachine(RuleBasedStateMachine):
         history reaches by construction, whatever else it draws."""
         h, w = self.h, self.world
         label = self.step("open")
-        w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, LONG_RUN_NODES if h.long_run else 0),
-                            label="nodes")
+        # a stream that names the within-budget delay among its few situations (the configuration stream) starts
+        # with one at the top of its timeout ladder: a wait longer than half its budget, on a node whose
+        # llm.SyncKvCacheWaitTime is twice the budget
+        edge_delay = h.stream.situations is not None and EDGE_DELAY in h.stream.situations and self.can(EDGE_DELAY)
+        first_timeout = draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0] if edge_delay else None
+        w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, LONG_RUN_NODES if h.long_run else 0,
+                                        first_timeout), label="nodes")
         self.bed.open_nodes(w.nodes)
         self.can_unregister = callable(getattr(self.bed.nodes[w.nodes[0].name].cache_manager, "unregister_cache",
                                                None))
@@ -332,6 +339,8 @@ class HistoryMachine(RuleBasedStateMachine):
             for other in w.nodes[2:]:
                 self.link(client, other)
         still(h, self.bed, label)
+        if edge_delay:
+            _delayed(self, data, EDGE_DELAY, edge=(client.index, server.index))
         if not self.can("valid") or not (h.long_run or edges):
             return
         plans = [p for p in (self.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
@@ -725,9 +734,10 @@ def _wait_left(m: HistoryMachine) -> int:
     return max(0, m.h.stream.wait_ms - m.world.waited_ms)
 
 
-def _delayed(m: HistoryMachine, data: Any, name: str) -> bool:
+def _delayed(m: HistoryMachine, data: Any, name: str, edge: tuple[int, int] | None = None) -> bool:
     """A push whose transfers the client's injected delay slows: within llm.SyncKvCacheWaitTime in all, beyond
-    it at the first layer, or within it per layer and beyond it in all; then the fault is cleared."""
+    it at the first layer, or within it per layer and beyond it in all; then the fault is cleared.  ``edge``: the
+    link of a within-budget delay as long as half what the history may wait allows, nothing drawn but the push."""
     w = m.world
     need = 3 if name == "delay_over_layers" else 1
     links = w.usable_links()
@@ -735,17 +745,20 @@ def _delayed(m: HistoryMachine, data: Any, name: str) -> bool:
         return False
     # the link from the node whose timeout leaves a delay the most room (the largest within what may be waited)
     link = max(links, key=lambda p: (min(w.nodes[p[0]].timeout_ms, 2 * _wait_left(m)), -p[0], -p[1]))
-    if name != "delay_within_budget" or data.draw(st.booleans(), label="any link"):
+    if edge is not None:
+        link = edge
+    elif name != "delay_within_budget" or data.draw(st.booleans(), label="any link"):
         link = data.draw(st.sampled_from(links), label="delayed link")
     plan = m.valid_plan(data, min_layers=need, link=link)
     if plan is None:
         return False
-    t, layers, left = plan.client.timeout_ms, plan.layers, _wait_left(m)
+    t, layers, left = plan.client.timeout_ms, plan.layers, _wait_left(m) // (2 if edge is not None else 1)
     if name == "delay_within_budget":
         top = min(int(t * WITHIN) // layers, left // layers)
         if top < 1:
             return False
-        band = data.draw(st.sampled_from(["as long as the budget allows", "short"]), label="delay")
+        band = "as long as the budget allows" if edge is not None else data.draw(
+            st.sampled_from(["as long as the budget allows", "short"]), label="delay")
         per_layer = top if band != "short" else data.draw(st.integers(1, min(top, 20)), label="delay ms")
         cost = per_layer * layers
     elif name == "delay_exceeded":
