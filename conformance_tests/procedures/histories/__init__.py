@@ -13,6 +13,7 @@ clauses are covered by it; a failure names the one clause whose promise broke (`
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,8 +36,11 @@ from .pushes import HistoryRun
 
 __all__ = ["SITUATIONS"]
 
-#: a history's time bound (the pytest-timeout of its test grows by this much per history)
+#: a history's time bound (the pytest-timeout of its test grows by this much per history), and what each push
+#: of its stream's long run adds: a thousand pushes, each judged on every live cache, take a minute through node
+#: processes (in process, seconds)
 SECONDS_PER_HISTORY = 30
+SECONDS_PER_LONG_RUN_PUSH = 0.1
 @contextlib.contextmanager
 def shrinking_within(seconds: float) -> Iterator[None]:
     """Hypothesis stops shrinking after ``seconds`` (where its engine has the bound; otherwise its own): it has no
@@ -87,7 +91,8 @@ def history_items(run: RunContext, clause: Clause) -> list[Item]:
         return []
     also = judged_clauses(run, clause)
     return [Item(name, stream, examples(run, f"history_{name}"), also=also,
-                 seconds_per_example=SECONDS_PER_HISTORY) for name, stream in hist.streams.items()]
+                 seconds_per_example=SECONDS_PER_HISTORY + math.ceil(stream.pushes * SECONDS_PER_LONG_RUN_PUSH))
+            for name, stream in hist.streams.items()]
 
 
 def _profile() -> settings:

@@ -316,9 +316,12 @@ class HistoryMachine(RuleBasedStateMachine):
         label = self.step("open")
         # a stream that names the within-budget delay among its few situations (the configuration stream) starts
         # with one at the top of its timeout ladder: a wait longer than half its budget, on a node whose
-        # llm.SyncKvCacheWaitTime is twice the budget
+        # llm.SyncKvCacheWaitTime is twice the budget.  A long run's client waits as long: over real transports a
+        # push can take a millisecond, and a run of a thousand must not time out by chance (a timeout changes
+        # what the history draws next, and hypothesis could not replay it)
         edge_delay = h.stream.situations is not None and EDGE_DELAY in h.stream.situations and self.can(EDGE_DELAY)
-        first_timeout = draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0] if edge_delay else None
+        first_timeout = (draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0]
+                         if edge_delay or h.long_run else None)
         w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, LONG_RUN_NODES if h.long_run else 0,
                                         first_timeout), label="nodes")
         self.bed.open_nodes(w.nodes)
