@@ -51,6 +51,8 @@ BARRIER_S = 10
 WITHIN, BEYOND = 0.5, 1.5
 #: the situation a configuration stream reaches by construction at its budget's edge (HistoryMachine.open)
 EDGE_DELAY = "delay_within_budget"
+#: and the timeout it reaches after it, from the node waiting least
+EDGE_TIMEOUT = "delay_exceeded"
 #: live caches from which a valid push prefers the caches there are to new ones (each check reads them all)
 MAX_LIVE_CACHES = 8
 #: pushes of a long run's pair between two rewrites of its source (a source rewritten between pushes)
@@ -315,15 +317,16 @@ class HistoryMachine(RuleBasedStateMachine):
         h, w = self.h, self.world
         label = self.step("open")
         # a stream that names the within-budget delay among its few situations (the configuration stream) starts
-        # with one at the top of its timeout ladder: a wait longer than half its budget, on a node whose
-        # llm.SyncKvCacheWaitTime is twice the budget.  A long run's client waits as long: over real transports a
-        # push can take a millisecond, and a run of a thousand must not time out by chance (a timeout changes
-        # what the history draws next, and hypothesis could not replay it)
+        # with one at the top of its timeout ladder (a wait of half its budget, on a node whose
+        # llm.SyncKvCacheWaitTime is twice the budget), then a push beyond the domain's least timeout from the
+        # second node, followed by valid pushes over that link.  A long run's client waits twice the budget too:
+        # over real transports a push can take a millisecond, and a run of a thousand must not time out by chance
+        # (a timeout changes what the history draws next, and hypothesis could not replay it)
         edge_delay = h.stream.situations is not None and EDGE_DELAY in h.stream.situations and self.can(EDGE_DELAY)
-        first_timeout = (draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0]
-                         if edge_delay or h.long_run else None)
+        top = draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0]
+        first_timeouts = (top, h.hist.sync_kv_timeout_ms.min) if edge_delay else (top,) if h.long_run else ()
         w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, LONG_RUN_NODES if h.long_run else 0,
-                                        first_timeout), label="nodes")
+                                        first_timeouts), label="nodes")
         self.bed.open_nodes(w.nodes)
         self.can_unregister = callable(getattr(self.bed.nodes[w.nodes[0].name].cache_manager, "unregister_cache",
                                                None))
@@ -344,6 +347,9 @@ class HistoryMachine(RuleBasedStateMachine):
         still(h, self.bed, label)
         if edge_delay:
             _delayed(self, data, EDGE_DELAY, edge=(client.index, server.index))
+            if self.can(EDGE_TIMEOUT):
+                self.link(server, client)
+                _delayed(self, data, EDGE_TIMEOUT, edge=(server.index, client.index))
         if not self.can("valid") or not (h.long_run or edges):
             return
         plans = [p for p in (self.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
