@@ -18,7 +18,8 @@ TEMPLATES = Path(__file__).with_name("templates")
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The report page's and the results site's Jinja2 environment (one templates folder, autoescaped)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         autoescape=True,
@@ -65,7 +66,7 @@ def to_html(report: dict[str, Any]) -> str:
     verdict_class = {"certified": "ok", "certified_declared": "ok", "certified_with_waivers": "waivers",
                      "partial": "partial"}.get(kind, "bad")
     return (
-        _environment()
+        environment()
         .get_template("report.html.j2")
         .render(
             report=report,

@@ -22,7 +22,6 @@ the previous site as it was. ``DIR`` must be absent, empty, or a site this comma
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import secrets
@@ -35,16 +34,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from ..spec import Clause, Spec, families, load_spec
 from .badge import badge_kind, to_badge
 from .diff import diff_reports
 from .folders import safe_name
+from .htmlpage import environment
 from .model import CLAUSE_OUTCOMES, LEVELS
 from .schema import ReportError, load_report
 
-TEMPLATES = Path(__file__).with_name("templates")
 #: clause outcomes an implementation's page lists as failing in its newest run
 FAILING_CLAUSE_OUTCOMES = ("failed", "flaky", "incompatible")
 #: clause outcomes the grid's summary counts as failed (the blocking ones)
@@ -275,20 +272,8 @@ def _badge(report: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------- rendering
 
 
-@functools.cache
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-
-
 def _render(template: str, **context: Any) -> str:
-    return _environment().get_template(template).render(outcomes=CELL_OUTCOMES, signs=SIGNS, **context)
+    return environment().get_template(template).render(outcomes=CELL_OUTCOMES, signs=SIGNS, **context)
 
 
 def _pages(impls: list[Implementation], spec: Spec) -> dict[str, str]:

@@ -112,22 +112,11 @@ class SshServers:
         pids = self.sessions(index)
         self.stop(index)
         pids += [p for p in _descendants(pids) if p not in pids]  # a session may have started one meanwhile
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        return pids
+        return _sigkill(pids)
 
     def end_sessions(self, index: int) -> list[int]:
         """SIGKILL every process under host ``index``'s SSH server (by pid): its gateways die, their nodes follow."""
-        pids = self.sessions(index)
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        return pids
+        return _sigkill(self.sessions(index))
 
     def stop(self, index: int | None = None) -> None:
         """Stop the SSH servers (or the one of host ``index``); their sessions go on until they end."""
@@ -241,3 +230,13 @@ def ssh_servers(folder: Path, **kwargs: object) -> Iterator[SshServers]:
         yield servers
     finally:
         servers.stop()
+
+
+def _sigkill(pids: list[int]) -> list[int]:
+    """SIGKILL each of ``pids`` that still lives; ``pids``."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return pids

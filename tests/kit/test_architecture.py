@@ -5,20 +5,15 @@ refuses to run without the kit's plugin."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import subprocess
 import sys
 from types import ModuleType
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, docs_script
 
 
 def _modules_doc() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_modules", ROOT / "docs" / "modules.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return docs_script("modules")
 
 
 def test_the_module_table_is_the_codes():

@@ -5,21 +5,16 @@ certification's and the mutants' deterministic figures against the last run's fi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from types import ModuleType
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, docs_script
 
 
 def _figures() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_figures", ROOT / "docs" / "figures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return docs_script("figures")
 
 
 def test_the_readme_holds_the_recorded_figures():
