@@ -71,10 +71,10 @@ def record() -> dict[str, Any]:
                "mutants": matrix_figures(json.loads(KILL_MATRIX.read_text(encoding="utf-8"))),
                "bench": json.loads(BENCH.read_text(encoding="utf-8"))}
     nixl = json.loads(NIXL_CERTIFY.read_text(encoding="utf-8")) if NIXL_CERTIFY.exists() else None
-    if nixl is not None and nixl.get("profile") == "certify":  # the README states the full profile's ratio only
+    if nixl is None or nixl.get("profile") != "certify":  # the README states the full profile's ratio only
+        nixl = load().get("nixl") if FIGURES.exists() else None
+    if nixl is not None:
         figures["nixl"] = nixl
-    elif FIGURES.exists() and "nixl" in load():
-        figures["nixl"] = load()["nixl"]
     FIGURES.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return figures
 

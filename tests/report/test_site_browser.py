@@ -210,7 +210,7 @@ def test_the_links_lead_to_the_implementation_and_clause_pages(site: dict[str, A
     assert page.locator("#chart svg circle[data-series=passed]").count() == 1
     page.locator("#failing a", has_text="push_cache.param.src_cache.not_local").click()
     assert page.url.endswith("/clause/push_cache.param.src_cache.not_local.html")
-    clause = load_spec().clause("push_cache.param.src_cache.not_local")
+    clause = SPEC.clause("push_cache.param.src_cache.not_local")
     assert clause.source.en and clause.source.zh
     assert page.locator("#source-en").inner_text() == " ".join((clause.source.en or "").split())
     assert page.locator("#source-zh").inner_text() == " ".join((clause.source.zh or "").split())
