@@ -408,6 +408,13 @@ def _mapping(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
     return dict(pairs)
 
 
+#: array headers made and parsed so far, by (dtype, shape) and by their bytes: a read of every tensor of every cache
+#: sends thousands of arrays of a few shapes, and a header costs more to make and check than a small array's bytes
+_HEADS_OUT: dict[tuple[str, tuple[int, ...]], bytes] = {}
+_HEADS_IN: dict[bytes, tuple[np.dtype[Any], tuple[int, ...], int]] = {}
+_HEAD_MEMO = 4096
+
+
 def _array_parts(arr: np.ndarray) -> tuple[bytes, memoryview]:
     """(the array's header: dtype and shape, its bytes as a view)."""
     if arr.dtype.kind not in "biufc" or arr.dtype.hasobject:
@@ -415,7 +422,13 @@ def _array_parts(arr: np.ndarray) -> tuple[bytes, memoryview]:
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
     flat: Any = arr.reshape(-1)
-    return msgpack.packb([arr.dtype.str, list(arr.shape)]), memoryview(flat).cast("B")
+    key = (arr.dtype.str, arr.shape)
+    head = _HEADS_OUT.get(key)
+    if head is None:
+        if len(_HEADS_OUT) >= _HEAD_MEMO:
+            _HEADS_OUT.clear()
+        head = _HEADS_OUT[key] = msgpack.packb([arr.dtype.str, list(arr.shape)])
+    return head, memoryview(flat).cast("B")
 
 
 def _array_bytes(arr: np.ndarray) -> bytes:
@@ -425,6 +438,17 @@ def _array_bytes(arr: np.ndarray) -> bytes:
 
 def _array_head(head_bytes: bytes) -> tuple[np.dtype[Any], tuple[int, ...], int]:
     """(dtype, shape, element count) of an array header: a numeric dtype and a shape, nothing else."""
+    known = _HEADS_IN.get(head_bytes)
+    if known is not None:
+        return known
+    parsed = _parse_head(head_bytes)
+    if len(_HEADS_IN) >= _HEAD_MEMO:
+        _HEADS_IN.clear()
+    _HEADS_IN[bytes(head_bytes)] = parsed
+    return parsed
+
+
+def _parse_head(head_bytes: bytes) -> tuple[np.dtype[Any], tuple[int, ...], int]:
     head: Any = msgpack.unpackb(head_bytes, raw=False)
     if not (isinstance(head, list) and len(head) == 2 and isinstance(head[0], str) and isinstance(head[1], list)
             and _DTYPE.match(head[0]) and all(type(d) is int and d >= 0 for d in head[1]) and len(head[1]) <= 32):
