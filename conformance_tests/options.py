@@ -33,7 +33,8 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--isolation",), dict(default="auto", choices=("auto", "process", "off"),
                             help="run the backend in its own process, so a crash or a hang costs one test (an "
                                  "error row) and not the run: 'process'; 'off' runs it in the kit's process; "
-                                 "'auto' (default) isolates every backend except the in-process reference")),
+                                 "'auto' (default) isolates every backend except the kit's own reference (in "
+                                 "process, or through the node host)")),
     (("--max-time",), dict(dest="max_time", type=float, default=DEFAULT_MAX_TIME_S, metavar="SECONDS",
                            help=f"overall time budget (default {DEFAULT_MAX_TIME_S:.0f}s): once spent, the tests "
                                 "not yet started are recorded as not run and the run is PARTIAL (0: no budget)")),

@@ -24,8 +24,13 @@ ENV_VAR = "PUSH_CACHE_BACKEND"
 DEFAULT_BACKEND = "reference"
 #: the attribute a target names when it names none
 DEFAULT_ATTR = "backend"
-#: the backends the kit runs in its own process by default (``--isolation auto``): its own reference
-IN_PROCESS_BY_DEFAULT = frozenset({"reference_impl.backend:backend", "reference_impl.backend:vendor_backend"})
+#: the backends the kit runs in its own process by default (``--isolation auto``): its own reference, in process
+#: or with every node in a process of the kit's node host (whose node processes keep the implementation out of the
+#: kit's process already: a backend process around the node host would add a round trip to every call, and no
+#: protection)
+IN_PROCESS_BY_DEFAULT = frozenset({"reference_impl.backend:backend", "reference_impl.backend:vendor_backend",
+                                   "reference_impl.multiprocess.backend:backend", "nodehost.backend:reference",
+                                   "nodehost.backend:reference_vendor"})
 
 
 class BackendError(Exception):
