@@ -9,9 +9,9 @@ can ask what changed anywhere, on any node.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,28 @@ def describe_exception(exc: BaseException) -> str:
 
 def missing_capabilities(caps: Mapping[str, Any], requires: Sequence[str]) -> list[str]:
     return [r for r in requires if not capability_supported(caps, r)]
+
+
+T = TypeVar("T")
+
+
+def _by_node(items: Iterable[T], node_of: Callable[[T], str]) -> dict[str, list[T]]:
+    """``items`` grouped by their node, each group in the order given."""
+    groups: dict[str, list[T]] = {}
+    for item in items:
+        groups.setdefault(node_of(item), []).append(item)
+    return groups
+
+
+@dataclass(frozen=True)
+class Span:
+    """Memory a check reads: a guard band (``freed`` None) or a tensor's freed memory (its Freed and index)."""
+
+    node_name: str
+    addr: int
+    nbytes: int
+    where: str
+    freed: tuple[Freed, int] | None
 
 
 @dataclass
@@ -168,6 +190,9 @@ class Testbed:
         self._extra: dict[str, Value] = {}
         self._closed = False
         self.dead: set[str] = set()  # nodes killed by an injected fault: their memory can no longer be observed
+        #: while set, the caches whose bytes and guard bands a judgement reads (freed memory waits too): a run of
+        #: pushes over one pair, whose every other byte is checked once the run ends (:meth:`focused`)
+        self.focus: frozenset[str] | None = None
         run.last_testbed = self
 
     # ------------------------------------------------------------------------------------------ set-up
@@ -330,8 +355,13 @@ class Testbed:
 
     def watch_freed(self) -> None:
         """Snapshot the freed regions now (a cache allocated since may have reused them)."""
+        spans = [(f, a) for f in self.freed for a in f.addrs]
         for f in self.freed:
-            f.before = [self.read_memory(f.info.node_name, a, f.info.nbytes) for a in f.addrs]
+            f.before = []
+        for node_name, group in _by_node(spans, lambda fa: fa[0].info.node_name).items():
+            for (f, _), got in zip(group, self.read_many(node_name, [(a, f.info.nbytes) for f, a in group]),
+                                   strict=True):
+                f.before.append(got)
 
     def close(self) -> None:
         if self._closed or self.cluster is None:
@@ -472,12 +502,25 @@ class Testbed:
     # ------------------------------------------------------------------------------------------ observations
 
     def read(self, info: CacheInfo) -> list[np.ndarray]:
-        node = self.node(info.node_name)
-        try:
-            got = call_each(node, "read_tensor", [(info.cache, i) for i in range(info.num_tensors)])
-            return [np.asarray(t, dtype=np.uint8).ravel() for t in got]
-        except Exception as exc:
-            raise HarnessError(f"read_tensor ({info.name})", describe_exception(exc)) from exc
+        return self.read_caches([info])[info.name]
+
+    def read_caches(self, infos: Sequence[CacheInfo]) -> dict[str, list[np.ndarray]]:
+        """Every tensor of every cache in ``infos``, by name: one request per node where the node batches them
+        (a judgement reads every live cache after every push, and a round trip to another process costs more
+        than the bytes)."""
+        out: dict[str, list[np.ndarray]] = {}
+        for node_name, group in _by_node(infos, lambda i: i.node_name).items():
+            try:
+                got = call_each(self.node(node_name), "read_tensor",
+                                [(info.cache, t) for info in group for t in range(info.num_tensors)])
+            except Exception as exc:
+                names = ", ".join(info.name for info in group)
+                raise HarnessError(f"read_tensor ({names})", describe_exception(exc)) from exc
+            at = 0
+            for info in group:
+                out[info.name] = [np.asarray(t, dtype=np.uint8).ravel() for t in got[at:at + info.num_tensors]]
+                at += info.num_tensors
+        return out
 
     def read_memory(self, node_name: str, addr: int, nbytes: int) -> np.ndarray:
         try:
@@ -503,10 +546,21 @@ class Testbed:
 
     def guard_violations(self) -> list[str]:
         """Guard bands (around every tensor of every registered cache, live or freed) that changed."""
-        out = []
+        return self._check_spans(self._guard_spans())
+
+    def freed_violations(self) -> list[str]:
+        """Freed memory (watched since it was freed) that changed."""
+        return self._check_spans(self._freed_spans())
+
+    def memory_violations(self) -> list[str]:
+        """Guard bands and freed memory that changed, read together (one request per node)."""
+        return self._check_spans(self._guard_spans() + self._freed_spans())
+
+    def _guard_spans(self) -> list[Span]:
+        spans: list[Span] = []
         infos = list(self.caches.values()) + [f.info for f in self.freed]
         for info in infos:
-            if info.node_name in self.dead:
+            if info.node_name in self.dead or (self.focus is not None and info.name not in self.focus):
                 continue
             if info.region is None or not info.guarded:
                 continue
@@ -514,38 +568,51 @@ class Testbed:
             guarded = info.guarded
             # every byte of the region outside the tensors is a guard byte: before the lowest tensor, between two
             # tensors in address order (the gaps may differ, the order need not be the tensors'), after the highest;
-            # the bands alone are read (one request), not the tensors between them
+            # the bands alone are read, not the tensors between them
             order = sorted(range(len(guarded)), key=lambda t: guarded[t])
             starts = [guarded[t] - base for t in order]
             bands = [(f"before {info.name} tensor {order[0]}", 0, starts[0])]
             bands += [(f"between {info.name} tensors {order[i - 1]} and {order[i]}", starts[i - 1] + info.nbytes,
                        starts[i]) for i in range(1, len(starts))]
             bands.append((f"after {info.name} tensor {order[-1]}", starts[-1] + info.nbytes, total))
-            bands = [b for b in bands if b[2] > b[1]]
-            for (where, lo, hi), got in zip(bands, self.read_many(info.node_name, [(base + lo, hi - lo)
-                                                                                   for _, lo, hi in bands]),
-                                            strict=True):
-                bad = np.flatnonzero(got != GUARD)
-                if bad.size:
-                    out.append(f"guard bytes {where} changed: {bad.size} of {hi - lo} bytes, first at guard offset "
-                               f"{int(bad[0])} ({GUARD:#04x} -> {int(got[bad[0]]):#04x})")
+            spans += [Span(info.node_name, base + lo, hi - lo, where, None) for where, lo, hi in bands if hi > lo]
+        return spans
+
+    def _freed_spans(self) -> list[Span]:
+        if self.focus is not None:
+            return []
+        return [Span(f.info.node_name, a, f.info.nbytes, f"freed memory of {f.info.name}", (f, i))
+                for f in self.freed if f.before and f.info.node_name not in self.dead for i, a in enumerate(f.addrs)]
+
+    def _check_spans(self, spans: Sequence[Span]) -> list[str]:
+        """Read every span (one request per node) and compare it: a guard band with the guard byte, freed memory
+        with what it held when it was freed."""
+        out: list[str] = []
+        freed_now: dict[int, list[np.ndarray]] = {}
+        for node_name, group in _by_node(spans, lambda sp: sp.node_name).items():
+            for sp, got in zip(group, self.read_many(node_name, [(sp.addr, sp.nbytes) for sp in group]),
+                               strict=True):
+                if sp.freed is None:
+                    bad = np.flatnonzero(got != GUARD)
+                    if bad.size:
+                        out.append(f"guard bytes {sp.where} changed: {bad.size} of {sp.nbytes} bytes, first at "
+                                   f"guard offset {int(bad[0])} ({GUARD:#04x} -> {int(got[bad[0]]):#04x})")
+                else:
+                    freed_now.setdefault(id(sp.freed[0]), []).append(got)
+        for f in self.freed:
+            if id(f) in freed_now:
+                out += diff(f.before, freed_now[id(f)], f"freed memory of {f.info.name}")
         return out
 
     def read_many(self, node_name: str, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
         """``read_memory`` of every (address, bytes) span, in one request where the node batches them."""
+        if not spans:
+            return []
         try:
             got = call_each(self.node(node_name), "read_memory", [(a, n) for a, n in spans])
             return [np.asarray(g, dtype=np.uint8).ravel() for g in got]
         except Exception as exc:
             raise HarnessError(f"{node_name}.read_memory", describe_exception(exc)) from exc
-
-    def freed_violations(self) -> list[str]:
-        out = []
-        for f in self.freed:
-            if f.before and f.info.node_name not in self.dead:
-                now = [self.read_memory(f.info.node_name, a, f.info.nbytes) for a in f.addrs]
-                out += diff(f.before, now, f"freed memory of {f.info.name}")
-        return out
 
     def repro(self, header: str = "") -> str:
         return self.rec.render(self.run.target, header)

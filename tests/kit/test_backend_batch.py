@@ -80,3 +80,30 @@ def test_through_the_isolation_child_the_batch_is_the_nodes_own(fakes_importable
         cluster.close()
     finally:
         iso.close()
+
+
+def test_a_judgement_reads_every_live_cache_of_a_node_in_one_request(fakes_importable: None) -> None:
+    """Across processes a round trip costs more than the bytes: the check that nothing else changed reads every
+    live cache of a node in one batch, and every guard band and freed region of a node in one more."""
+    from batching_backend import backend
+
+    from conformance_tests.context import RunContext
+    from conformance_tests.observation import Observation
+    from conformance_tests.testbed import Outcome, Testbed
+
+    run = RunContext.for_backend(backend, "batching_backend:backend")
+    with Testbed(run, run.spec.scenario) as tb:
+        tb.make_cache("other", "remote", run.spec.scenario.dst, guard=True)
+        tb.fill_sentinel(tb.caches["other"])
+        tb.deallocate("other")
+        tb.watch_freed()
+        tb.make_cache("third", "remote", run.spec.scenario.dst)
+        tb.fill_sentinel(tb.caches["third"])
+        local, remote = tb.local, tb.remote
+        local.batches.clear()
+        remote.batches.clear()
+        assert Observation(tb, None, Outcome(None, 0.0)).unchanged() == []
+        tensors = run.spec.scenario.dst.num_tensors
+        assert local.batches == [("read_tensor", tensors)]  # src
+        # dst and third in one read; dst's and other's guard bands (tensors + 1 each) and other's freed tensors
+        assert remote.batches == [("read_tensor", 2 * tensors), ("read_memory", 2 * (tensors + 1) + tensors)]

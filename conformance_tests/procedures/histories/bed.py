@@ -162,7 +162,7 @@ class HistoryBed(Testbed):
             self.freed.append(Freed(info, list(info.guarded or [])))
         watched = self.freed[-1]
         if watched.info.node_name not in self.dead:
-            watched.before = [self.read_memory(watched.info.node_name, a, watched.info.nbytes) for a in watched.addrs]
+            watched.before = self.read_many(watched.info.node_name, [(a, watched.info.nbytes) for a in watched.addrs])
 
     def deallocate_again(self, name: str, cache: Any, node_name: str) -> None:
         """``deallocate_cache`` of a cache already freed: documented as a no-op."""
@@ -213,12 +213,20 @@ class HistoryBed(Testbed):
             out.append([(s, min(WINDOW, n - s)) for s in sorted(starts)])
         return out
 
-    def read(self, info: CacheInfo) -> list[np.ndarray]:
-        """A cache's bytes; a large one in windows: the state the model expects (its bytes, or what the call
-        being judged may leave) whose windows all match, else the model's bytes with the windows read in."""
-        addrs = self.addresses(info) if info.nbytes * info.num_tensors > WINDOWED_BYTES else None
-        if addrs is None or info.name not in self.before:
-            return super().read(info)
+    def read_caches(self, infos: Sequence[CacheInfo]) -> dict[str, list[np.ndarray]]:
+        """Caches' bytes; a large one in windows (:meth:`windowed`), the others together."""
+        large = [i for i in infos if i.nbytes * i.num_tensors > WINDOWED_BYTES and i.name in self.before
+                 and self.addresses(i) is not None]
+        out = super().read_caches([i for i in infos if i not in large])
+        for info in large:
+            out[info.name] = self.windowed(info)
+        return out
+
+    def windowed(self, info: CacheInfo) -> list[np.ndarray]:
+        """A large cache's bytes read in windows: the state the model expects (its bytes, or what the call being
+        judged may leave) whose windows all match, else the model's bytes with the windows read in."""
+        addrs = self.addresses(info)
+        assert addrs is not None
         spans = self.windows(info)
         flat = [(t, off, size) for t, tensor in enumerate(spans) for off, size in tensor]
         got = self.read_many(info.node_name, [(addrs[t] + off, size) for t, off, size in flat])
@@ -233,7 +241,7 @@ class HistoryBed(Testbed):
         return spliced
 
     def full_read(self, name: str) -> list[np.ndarray]:
-        return super().read(self.caches[name])
+        return Testbed.read_caches(self, [self.caches[name]])[name]
 
     # ---- pushes ------------------------------------------------------------------------------------------
 
