@@ -190,8 +190,8 @@ class Testbed:
         self._extra: dict[str, Value] = {}
         self._closed = False
         self.dead: set[str] = set()  # nodes killed by an injected fault: their memory can no longer be observed
-        #: while set, the caches whose bytes and guard bands a judgement reads (freed memory waits too): a run of
-        #: pushes over one pair, whose every other byte is checked once the run ends (:meth:`focused`)
+        #: while set, the caches whose bytes and guard bands a judgement reads (freed memory waits too): a long run
+        #: of pushes into one destination, whose every other byte is checked once the run ends
         self.focus: frozenset[str] | None = None
         run.last_testbed = self
 
