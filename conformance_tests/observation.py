@@ -180,7 +180,7 @@ def _confined(obs: Observation) -> list[str]:
 
 @_register(POSTCONDITIONS, "guards")
 def _guards(obs: Observation) -> list[str]:
-    return obs.tb.guard_violations() + obs.tb.freed_violations()
+    return obs.tb.memory_violations()
 
 
 @_register(POSTCONDITIONS, "conforms")

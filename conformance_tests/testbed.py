@@ -60,13 +60,13 @@ def _by_node(items: Iterable[T], node_of: Callable[[T], str]) -> dict[str, list[
 
 @dataclass(frozen=True)
 class Span:
-    """Memory a check reads: a guard band (``freed`` None) or a tensor's freed memory (its Freed and index)."""
+    """Memory a check reads: a guard band (``freed`` None) or a tensor's freed memory (the Freed it belongs to)."""
 
     node_name: str
     addr: int
     nbytes: int
     where: str
-    freed: tuple[Freed, int] | None
+    freed: Freed | None
 
 
 @dataclass
@@ -522,12 +522,6 @@ class Testbed:
                 at += info.num_tensors
         return out
 
-    def read_memory(self, node_name: str, addr: int, nbytes: int) -> np.ndarray:
-        try:
-            return np.asarray(self.node(node_name).read_memory(addr, nbytes), dtype=np.uint8).ravel()
-        except Exception as exc:
-            raise HarnessError(f"{node_name}.read_memory", describe_exception(exc)) from exc
-
     def read_dst(self) -> list[np.ndarray]:
         assert self.dst is not None
         return self.read(self.dst)
@@ -581,8 +575,8 @@ class Testbed:
     def _freed_spans(self) -> list[Span]:
         if self.focus is not None:
             return []
-        return [Span(f.info.node_name, a, f.info.nbytes, f"freed memory of {f.info.name}", (f, i))
-                for f in self.freed if f.before and f.info.node_name not in self.dead for i, a in enumerate(f.addrs)]
+        return [Span(f.info.node_name, a, f.info.nbytes, f"freed memory of {f.info.name}", f)
+                for f in self.freed if f.before and f.info.node_name not in self.dead for a in f.addrs]
 
     def _check_spans(self, spans: Sequence[Span]) -> list[str]:
         """Read every span (one request per node) and compare it: a guard band with the guard byte, freed memory
@@ -598,7 +592,7 @@ class Testbed:
                         out.append(f"guard bytes {sp.where} changed: {bad.size} of {sp.nbytes} bytes, first at "
                                    f"guard offset {int(bad[0])} ({GUARD:#04x} -> {int(got[bad[0]]):#04x})")
                 else:
-                    freed_now.setdefault(id(sp.freed[0]), []).append(got)
+                    freed_now.setdefault(id(sp.freed), []).append(got)
         for f in self.freed:
             if id(f) in freed_now:
                 out += diff(f.before, freed_now[id(f)], f"freed memory of {f.info.name}")

@@ -37,8 +37,9 @@ from .pushes import HistoryRun
 __all__ = ["SITUATIONS"]
 
 #: a history's time bound (the pytest-timeout of its test grows by this much per history), and what each push
-#: of its stream's long run adds: a thousand pushes, each judged on every live cache, take one to three minutes
-#: through node processes on other hosts (in process, seconds); a hang is caught per call long before
+#: of its stream's long run adds: a thousand pushes, each judged on its destination and every cache read every 16,
+#: may take a minute through node processes on other hosts under load (in process, seconds); a hang is caught per
+#: call long before
 SECONDS_PER_HISTORY = 30
 SECONDS_PER_LONG_RUN_PUSH = 0.3
 @contextlib.contextmanager

@@ -215,18 +215,18 @@ class HistoryBed(Testbed):
 
     def read_caches(self, infos: Sequence[CacheInfo]) -> dict[str, list[np.ndarray]]:
         """Caches' bytes; a large one in windows (:meth:`windowed`), the others together."""
-        large = [i for i in infos if i.nbytes * i.num_tensors > WINDOWED_BYTES and i.name in self.before
-                 and self.addresses(i) is not None]
-        out = super().read_caches([i for i in infos if i not in large])
-        for info in large:
-            out[info.name] = self.windowed(info)
+        large = {i.name: addrs for i in infos if i.nbytes * i.num_tensors > WINDOWED_BYTES and i.name in self.before
+                 and (addrs := self.addresses(i)) is not None}
+        out = super().read_caches([i for i in infos if i.name not in large])
+        for info in infos:
+            if info.name in large:
+                out[info.name] = self.windowed(info, large[info.name])
         return out
 
-    def windowed(self, info: CacheInfo) -> list[np.ndarray]:
-        """A large cache's bytes read in windows: the state the model expects (its bytes, or what the call being
-        judged may leave) whose windows all match, else the model's bytes with the windows read in."""
-        addrs = self.addresses(info)
-        assert addrs is not None
+    def windowed(self, info: CacheInfo, addrs: list[int]) -> list[np.ndarray]:
+        """A large cache's bytes read in windows (its tensors at ``addrs``): the state the model expects (its
+        bytes, or what the call being judged may leave) whose windows all match, else the model's bytes with the
+        windows read in."""
         spans = self.windows(info)
         flat = [(t, off, size) for t, tensor in enumerate(spans) for off, size in tensor]
         got = self.read_many(info.node_name, [(addrs[t] + off, size) for t, off, size in flat])
