@@ -9,10 +9,16 @@ from typing import Any
 
 
 def shutdown_connection(conn: Connection | Any) -> None:
-    """Wake up any thread blocked reading ``conn`` (closing the fd alone would not), then close it."""
+    """Wake every thread blocked reading ``conn`` and end its later reads and writes (EOF, EPIPE), leaving the fd
+    open: the thread that reads ``conn`` closes it when it is done (under the lock its writers hold).
+
+    Closing here would free the fd number while a reader or writer may hold it between taking the number and
+    its next system call; the next socket the process opens gets that number, and the stale thread would read
+    that connection's bytes (seen: a link's handshake read "bad message length" under load). Not a socket (an
+    execnet channel): closed, which is what ends it."""
     try:
         sock = socket.socket(fileno=conn.fileno())
-    except (OSError, ValueError):  # closed already, or not a socket (an execnet channel): just close it
+    except (OSError, ValueError):  # closed already, or not a socket: closing it is what ends it
         with contextlib.suppress(Exception):
             conn.close()
         return
@@ -22,7 +28,12 @@ def shutdown_connection(conn: Connection | Any) -> None:
         pass
     finally:
         sock.detach()
-    with contextlib.suppress(OSError):
+
+
+def drop_connection(conn: Connection | Any) -> None:
+    """Shut ``conn`` down and close it: for a connection no other thread reads or writes."""
+    shutdown_connection(conn)
+    with contextlib.suppress(Exception):
         conn.close()
 
 

@@ -13,6 +13,7 @@ which implementation the node runs.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
@@ -231,6 +232,9 @@ class NodeProcess:
         shutdown_connection(self.conn)
         if self._reader is not None:
             self._reader.join(2.0)
+        if self._reader is None or not self._reader.is_alive():  # else the fd stays with the reader still on it
+            with self._send_lock, contextlib.suppress(OSError):
+                self.conn.close()
         try:
             self.process.close()
         except ValueError:

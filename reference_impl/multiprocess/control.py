@@ -35,7 +35,7 @@ from multiprocessing.connection import Client, Connection, Listener, answer_chal
 from typing import TYPE_CHECKING, Any
 
 from datawire import Codec, WireError, frames
-from nodehost.connection import no_delay, shutdown_connection
+from nodehost.connection import drop_connection, no_delay, shutdown_connection
 
 if TYPE_CHECKING:
     from ..engine import RemoteTable
@@ -152,7 +152,7 @@ class ControlServer:
             except Exception:  # noqa: BLE001 - nothing a peer does at accept stops the server
                 continue
             if not self._handshakes.acquire(blocking=False):
-                shutdown_connection(conn)  # too many strangers at once: this one is dropped
+                drop_connection(conn)  # too many strangers at once: this one is dropped
                 continue
             threading.Thread(target=self._admit, args=(conn,), name="control-conn", daemon=True).start()
 
@@ -163,7 +163,7 @@ class ControlServer:
             answer_challenge(conn, self._authkey)
             _receive_timeout(conn, 0)
         except Exception:  # noqa: BLE001 - a wrong key, garbage, a reset or silence: that connection only
-            shutdown_connection(conn)
+            drop_connection(conn)
             return
         finally:
             self._handshakes.release()
@@ -189,7 +189,7 @@ class ControlServer:
             with self._conns_lock:
                 self._conns.discard(sc)
             self._on_close(sc)
-            with contextlib.suppress(OSError):
+            with sc._send_lock, contextlib.suppress(OSError):  # a revoke being sent holds the fd until it is done
                 sc.conn.close()
 
     def close(self) -> None:
@@ -326,6 +326,8 @@ class PeerLink:
             pass
         finally:
             self.broken.set()
+            with self._send_lock, contextlib.suppress(OSError):  # this thread reads the fd: it closes it
+                self.conn.close()
             with self._lock:
                 waiting, self._waiting = self._waiting, {}
             for w in waiting.values():
