@@ -41,8 +41,10 @@ LISTEN_IP_ENV = "NODEHOST_LISTEN_IP"
 KEY_ENV = "NODEHOST_KEY"
 RESET_DRAIN_S = 5.0
 #: requests that never wait on anything (see VendorNode.quick); the others (a push, a link, a deallocation that
-#: revokes pins, a reset) run on a worker thread, so requests from several of the parent's threads overlap
-QUICK_OPS = frozenset({"node", "node_each", "init", "cm_check"})
+#: revokes pins) run on a worker thread, so requests from several of the parent's threads overlap. A reset runs
+#: on the reading thread too, though it waits for the previous cluster's requests: what the parent sends after
+#: it (the next cluster's init, sent before the reset's answer comes back) must run after it
+QUICK_OPS = frozenset({"node", "node_each", "init", "cm_check", "reset"})
 QUICK_CM = frozenset({"allocate_cache", "register_cache", "allocate_blocks_cache", "register_blocks_cache"})
 LINK_TIMEOUT_MS = 10000
 

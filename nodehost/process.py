@@ -93,6 +93,9 @@ class NodeProcess:
         self._reader: threading.Thread | None = None
         #: bumped each time a cluster takes the process, and when it gives it back: old handles stop working
         self.lease = 0
+        #: a reset not yet answered when a cluster took the process: (its answer, the deadline for it); the
+        #: cluster checks it before it trusts the process (the node runs the reset before what is sent after it)
+        self.pending_reset: tuple[Callable[[float | None], Any], float] | None = None
         #: the parent's cache-manager proxy class for what this process runs (its node sends the signatures once)
         self.cm_class: Any = None
 
@@ -334,14 +337,24 @@ class NodePool:
             return self._lock.wait_for(lambda: not self._settling, limit)
 
     def lease(self, n: int, spares: int, codec: Codec, start: Starter) -> list[NodeProcess]:
-        """``n`` processes for a new cluster: idle ones first (waiting for resets under way), then new ones from
-        ``start(label)``."""
+        """``n`` processes for a new cluster: idle ones first, then ones whose reset is under way (each taken with
+        its ``pending_reset``: the caller checks it before trusting the process; the node runs what the caller sends
+        next only after the reset), then new ones from ``start(label)``.
+
+        Not waiting for a reset's answer takes a round trip off every cluster's start: the reset and the next
+        init run back to back in the node."""
         with self._lock:
-            self._lock.wait_for(lambda: sum(p.running for p in self._idle) >= n or not self._settling,
-                                self.reset_timeout_s)
             live = [p for p in self._idle if p.running]
             stale = [p for p in self._idle if not p.running]
             taken, self._idle = live[:n], live[n:]
+            while len(taken) < n and self._settling:
+                proc, answer, deadline = self._settling.pop(0)
+                if proc.running:
+                    proc.pending_reset = (answer, deadline)
+                    taken.append(proc)
+                else:
+                    stale.append(proc)
+            self._lock.notify_all()
             self.reused += len(taken)
             fresh = n - len(taken)
             top_up = max(0, spares - len(self._idle) - len(self._settling))
@@ -391,14 +404,17 @@ class NodePool:
         while True:
             with self._lock:
                 self._lock.wait_for(lambda: bool(self._settling))
-                proc, answer, deadline = self._settling[0]
+                entry = self._settling[0]
+            proc, answer, deadline = entry
             try:
                 answer(max(0.0, deadline - time.monotonic()))
                 ok = proc.running
             except Exception:  # noqa: BLE001 - any failure means: do not reuse this process
                 ok = False
             with self._lock:
-                self._settling.pop(0)
+                if not any(e is entry for e in self._settling):
+                    continue  # a cluster took the process meanwhile: it checks the reset itself
+                self._settling = [e for e in self._settling if e is not entry]
                 keep = ok and len(self._idle) < self.max_idle
                 if keep:
                     self._idle.append(proc)

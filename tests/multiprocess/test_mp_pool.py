@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -155,6 +156,54 @@ def test_failed_reset_replaces_the_process(pool: NodePool) -> None:
     first.close()
     assert pool.idle_pids() == [fine]
     assert process_gone(stuck)
+
+
+def test_a_cluster_opened_while_the_resets_run_takes_those_processes_after_their_reset() -> None:
+    """The pool leases processes whose reset has not answered yet; each node runs the reset before the new
+    cluster's init, and the new cluster starts from nothing of the old one."""
+    own = NodePool(max_idle=4)
+    try:
+        backend = reference_nixl(pool=own)
+        first = backend.open_cluster(specs(1, 2))
+        api = first.node(1).api
+        first.link(1, 2)
+        first.node(2).cache_manager.allocate_cache(_desc(api))
+        pids = first.pids()
+        for pid in pids:  # held still, so the resets are certainly under way when the next cluster leases
+            os.kill(pid, signal.SIGSTOP)
+        first.close()
+        go_on = threading.Timer(0.3, lambda: [os.kill(pid, signal.SIGCONT) for pid in pids])
+        go_on.start()
+        second = backend.open_cluster(specs(1, 2))
+        go_on.join()
+        try:
+            assert sorted(second.pids()) == sorted(pids) and own.reused == 2
+            for cid in (1, 2):
+                st = second.node(cid).stats()
+                assert st["resets"] == 1 and st["cluster_registered"] == 0 and st["links"] == [], st
+            second.link(1, 2)
+        finally:
+            second.close()
+    finally:
+        own.close()
+
+
+def test_a_reset_that_hangs_under_a_new_cluster_is_replaced(pool: NodePool) -> None:
+    """A process leased while its reset is under way, whose reset then never answers, is ended and replaced by a
+    fresh one; the cluster opens and works."""
+    backend = reference_nixl(pool=pool)
+    first = backend.open_cluster(specs(1, 2))
+    stuck, fine = first.node(1).pid, first.node(2).pid
+    pool.reset_timeout_s = 1.0
+    os.kill(stuck, signal.SIGSTOP)
+    first.close()
+    second = backend.open_cluster(specs(1, 2))
+    try:
+        assert stuck not in second.pids() and fine in second.pids()
+        assert process_gone(stuck)
+        second.link(1, 2)
+    finally:
+        second.close()
 
 
 def test_pool_off_ends_processes_with_their_cluster() -> None:
