@@ -305,8 +305,8 @@ class NodePool:
     opens hundreds of clusters. ``give_back`` asks every live process of a closed cluster to ``reset`` and returns
     at once; the pool's settling thread keeps those whose reset succeeds, up to ``max_idle``, and ends the others (a
     process that was killed, died, or failed or timed out its reset), so state a reset might have missed never
-    reaches another cluster. ``lease`` waits for resets under way before it starts a new process. ``spares`` more
-    are started ahead whenever a cluster takes processes.
+    reaches another cluster. ``lease`` takes processes whose reset is under way before it starts a new one (the
+    cluster checks the reset). ``spares`` more are started ahead whenever a cluster takes processes.
 
     One pool serves one kind of node process (one target, one authkey): ``key`` names it.
     """
