@@ -69,6 +69,9 @@ def _one_line_usage() -> object:
 
 def certify(args: Sequence[str]) -> int:
     """Run the suite and return the kit's exit code (``conformance_tests/exitcodes.py``)."""
+    missing = missing_dependency()  # before --help too: listing the options imports the plugin's dependencies
+    if missing:
+        return _missing(missing)
     from pathlib import Path
 
     import pytest
@@ -77,9 +80,6 @@ def certify(args: Sequence[str]) -> int:
 
     if any(a in ("-h", "--help") for a in args):
         return certify_help()
-    missing = missing_dependency()
-    if missing:
-        return _missing(missing)
     # test IDs are always "conformance_tests/suite/test_<family>.py::...", wherever the kit is installed
     root = Path(conformance_tests.__file__).resolve().parent.parent
     result = exitcodes.RunResult()  # the plugin fills it in: the kit's own exit code, beside pytest's

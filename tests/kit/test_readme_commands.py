@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,13 @@ def test_the_dependency_check_knows_every_dependency():
     provided = {m: {d.lower().replace("_", "-") for d in dists} for m, dists in packages_distributions().items()}
     checked = {d for m in RUNTIME_MODULES for d in provided.get(m, ())}
     assert names <= checked, sorted(names - checked)
+
+
+def test_certify_help_without_one_dependency_is_one_line_and_exit_2():
+    """Every dependency but one (msgpack, hidden here): listing certify's options imports the plugin, so the
+    dependency check comes before --help too."""
+    code = ("import runpy, sys; sys.modules['msgpack'] = None; sys.argv = ['push-cache-kit', 'certify', '--help']; "
+            "runpy.run_module('conformance_tests', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+    assert proc.returncode == USAGE_ERROR and len(lines) == 1 and "lacks 'msgpack'" in lines[0], lines
