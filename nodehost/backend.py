@@ -196,7 +196,7 @@ class HostCluster:
 
     def _init_node(self, slot: int, cid: int, args: tuple[Any, ...], answer: Any, deadline: float) -> HostNode:
         proc = self._procs[slot]
-        reset_failed = not self._reset_done(proc)
+        reset_failed = not proc.reset_succeeded()
         try:
             if reset_failed:  # its init's answer may never come (a reset that hangs holds the node's reading thread)
                 raise RuntimeError(f"{proc.label}: the reset before this cluster failed")
@@ -212,20 +212,6 @@ class HostCluster:
             proc.wait_ready(deadline)
             init = proc.call("init", *args)
         return HostNode(cid, proc, self._backend.api, init)
-
-    @staticmethod
-    def _reset_done(proc: NodeProcess) -> bool:
-        """Whether the reset the process was still running when the pool leased it (if any) succeeded: the node ran
-        it before this cluster's init, so its answer is in by now or the process is not fit to serve."""
-        pending, proc.pending_reset = proc.pending_reset, None
-        if pending is None:
-            return True
-        answer, deadline = pending
-        try:
-            answer(max(0.0, deadline - time.monotonic()))
-        except Exception:  # noqa: BLE001 - failed, timed out or gone: the process is replaced
-            return False
-        return proc.running
 
     def _may_be_the_process(self, exc: Exception) -> bool:
         """Whether an init failure may come from the reused process rather than from the options: not a

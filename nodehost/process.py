@@ -157,6 +157,19 @@ class NodeProcess:
                 p.status = "gone"
                 p.event.set()
 
+    def reset_succeeded(self) -> bool:
+        """Whether the reset this process was still running when the pool leased it (if any) succeeded: the node ran
+        it before what the new cluster sent, so its answer comes first, or the process is not fit to serve."""
+        pending, self.pending_reset = self.pending_reset, None
+        if pending is None:
+            return True
+        answer, deadline = pending
+        try:
+            answer(max(0.0, deadline - time.monotonic()))
+        except Exception:  # noqa: BLE001 - failed, timed out or gone: the caller replaces the process
+            return False
+        return self.running
+
     def gone(self) -> BaseException:
         return self._gone_exc(f"{self.label} process (pid {self.pid}) is not running")
 

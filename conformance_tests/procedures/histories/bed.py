@@ -215,12 +215,11 @@ class HistoryBed(Testbed):
 
     def read_caches(self, infos: Sequence[CacheInfo]) -> dict[str, list[np.ndarray]]:
         """Caches' bytes; a large one in windows (:meth:`windowed`), the others together."""
-        large = {i.name: addrs for i in infos if i.nbytes * i.num_tensors > WINDOWED_BYTES and i.name in self.before
-                 and (addrs := self.addresses(i)) is not None}
+        large = {i.name: (i, addrs) for i in infos if i.nbytes * i.num_tensors > WINDOWED_BYTES
+                 and i.name in self.before and (addrs := self.addresses(i)) is not None}
         out = super().read_caches([i for i in infos if i.name not in large])
-        for info in infos:
-            if info.name in large:
-                out[info.name] = self.windowed(info, large[info.name])
+        for name, (info, addrs) in large.items():
+            out[name] = self.windowed(info, addrs)
         return out
 
     def windowed(self, info: CacheInfo, addrs: list[int]) -> list[np.ndarray]:
