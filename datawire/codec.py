@@ -41,7 +41,9 @@ MAX_DEPTH = 64
 MAX_BIGINT_DIGITS = 400
 
 # extension type codes
-TUPLE, BIGINT, ARRAY, SCALAR, RANGE, OBJECT, ENUM, VALUE, HANDLE, ERROR, SIGNATURE, OPAQUE, ARRAY_OOB = range(1, 14)
+TUPLE, BIGINT, ARRAY, SCALAR, RANGE, OBJECT, ENUM, VALUE, HANDLE, ERROR, SIGNATURE, OPAQUE, ARRAY_OOB, REF = range(1, 15)
+#: the extension types a message's body may name again by reference (REF: the n-th of them in the body, in order)
+NAMED = (ENUM, VALUE, HANDLE)
 #: raw array bytes after a message's body start at a multiple of this
 ALIGN = 8
 
@@ -141,7 +143,7 @@ class Codec:
         """The message as buffers to write one after the other (no copy of an array's bytes): the body's length,
         the body (msgpack), then each array's bytes (aligned), in the order the body names them."""
         raws: list[memoryview] = []
-        body = msgpack.packb(self._wire(obj, 0, _Out(raws, {})), use_bin_type=True)
+        body = msgpack.packb(self._wire(obj, 0, _Out(raws, {}, {})), use_bin_type=True)
         parts: list[Any] = [len(body).to_bytes(4, "little"), body]
         offset = 4 + len(body)
         for raw in raws:
@@ -203,9 +205,20 @@ class Codec:
             return msgpack.ExtType(SIGNATURE, self._pack(self._signature(obj), depth + 1, out))
         if t is Opaque:
             return msgpack.ExtType(OPAQUE, obj.text.encode("utf-8"))
-        made = out.memo.get(id(obj))
-        if made is not None:
-            return made
+        key = id(obj)
+        if out.sent is not None:
+            ref = out.sent.get(key)
+            if ref is not None:  # named before in this body: a reference to it, not its bytes again
+                return ref
+        made = out.memo.get(key)
+        if made is None:
+            made = out.memo[key] = self._named(obj, t, depth, out)
+        if out.sent is not None:
+            out.sent[key] = msgpack.ExtType(REF, len(out.sent).to_bytes(4, "little"))
+        return made
+
+    def _named(self, obj: Any, t: type, depth: int, out: _Out) -> msgpack.ExtType:
+        """An enum member, a value or a handle (an object named by its class, or exported)."""
         named = self.names.kind_of(t)
         if named is not None:
             kind, name = named
@@ -218,7 +231,6 @@ class Codec:
             if handle is None:
                 raise NotData(f"a {t.__module__}.{t.__qualname__} is not data")
             made = msgpack.ExtType(HANDLE, self._pack(handle, depth + 1, out))
-        out.memo[id(obj)] = made
         return made
 
     @staticmethod
@@ -316,6 +328,8 @@ class Codec:
             return _signature(self._inner(data, list))
         if code == OPAQUE:
             return Opaque(data.decode("utf-8")[:400])
+        if code == REF:
+            raise WireError("a reference inside an extension value (only a message's body has them)")
         raise WireError(f"extension type {code} is not the wire's")
 
     def _inner(self, data: bytes, kind: type[list[Any]], length: int | None = None) -> Any:
@@ -335,15 +349,19 @@ class Codec:
 
 
 class _Out:
-    """One message being encoded: the arrays to write after its body (None inside an extension value), and what
-    each object named by its class was made into (by ``id``: the message holds every such object while it is
-    encoded)."""
+    """One message being encoded: the arrays to write after its body (None inside an extension value), what each
+    object named by its class was made into, and (in the body, None inside an extension value) the reference that
+    names it again once the body has it (both by ``id``: the message holds every such object while it is
+    encoded). A read of 128 tensors of one cache names the cache 128 times: its handle, with every tensor's address,
+    is in the body once."""
 
-    __slots__ = ("raws", "memo")
+    __slots__ = ("raws", "memo", "sent")
 
-    def __init__(self, raws: list[memoryview] | None, memo: dict[int, Any]) -> None:
+    def __init__(self, raws: list[memoryview] | None, memo: dict[int, Any],
+                 sent: dict[int, msgpack.ExtType] | None = None) -> None:
         self.raws = raws
         self.memo = memo
+        self.sent = sent
 
 
 class _Message:
@@ -363,12 +381,19 @@ class _Message:
         self.offset = 4 + n
         self.writable = not view.readonly
         self.memo: dict[tuple[int, bytes], Any] = {}
+        self.named: list[Any] = []  # what the body's enums, values and handles became, in order (REF's targets)
 
     def ext(self, code: int, data: bytes) -> Any:
-        if code in (ENUM, VALUE, HANDLE):  # the same bytes in one message are the same thing: made once
+        if code == REF:
+            i = int.from_bytes(data, "little") if len(data) == 4 else -1
+            if not 0 <= i < len(self.named):
+                raise WireError("a reference to nothing the message named before it")
+            return self.named[i]
+        if code in NAMED:  # the same bytes in one message are the same thing: made once
             made = self.memo.get((code, data))
             if made is None:
                 made = self.memo[(code, data)] = self.codec._ext(code, data)
+            self.named.append(made)
             return made
         if code != ARRAY_OOB:
             return self.codec._ext(code, data)

@@ -27,7 +27,7 @@ from datawire import (
     rebuild,
     record_of,
 )
-from datawire.codec import HANDLE, MAX_FRAME
+from datawire.codec import HANDLE, MAX_FRAME, REF, VALUE
 
 API = ref.API
 
@@ -143,6 +143,51 @@ def test_a_pickle_is_never_unpickled(tmp_path):
         with pytest.raises(WireError):
             Codec(import_handle=lambda f: f).decode(data)
     assert not marker.exists()
+
+
+def test_an_object_named_again_in_a_message_crosses_once_and_arrives_as_the_same_object():
+    """A read of every tensor of a cache names the cache once per tensor: its handle (every tensor's address) is in
+    the message once, and each later mention is a reference that decodes to the object the first one made."""
+    made: list[object] = []
+
+    class Cache:
+        pass
+
+    cache, other = Cache(), Cache()
+    numbers = {id(cache): 1, id(other): 2}
+    sender = Codec(export=lambda obj: ["cache", numbers[id(obj)], list(range(4000))] if isinstance(obj, Cache)
+                   else None)
+
+    def import_handle(fields):
+        made.append(object())
+        return made[-1]
+
+    receiver = Codec(import_handle=import_handle)
+    once = sender.encode([(cache, 0)])
+    many = sender.encode([(cache, t) for t in range(128)] + [(other, 0)])
+    assert len(many) < 2 * len(once) + 128 * 16  # the handle's 4000 addresses twice (two caches), not 129 times
+    got = receiver.decode(many)
+    assert len(made) == 2 and all(g[0] is made[0] for g in got[:128]) and got[128][0] is made[1]
+    assert [g[1] for g in got] == [*range(128), 0]
+    desc = API.CacheDesc(2, [4], API.DataType.DT_UINT8, API.Placement.HOST)
+    named = Codec(Names.of(API))
+    back = named.decode(named.encode({"a": desc, "b": [desc, (desc,)], "enum": [API.Placement.HOST] * 3}))
+    assert back["a"] is back["b"][0] is back["b"][1][0] and back["a"].shape == [4]
+    assert back["enum"] == [API.Placement.HOST] * 3
+
+
+@pytest.mark.parametrize("data", [
+    framed(msgpack.packb(msgpack.ExtType(REF, (0).to_bytes(4, "little")))),  # a reference to nothing before it
+    framed(msgpack.packb([msgpack.ExtType(VALUE, msgpack.packb(["CacheKey", [1, 2, 3], {}])),
+                          msgpack.ExtType(REF, (1).to_bytes(4, "little"))])),  # past what the message named
+    framed(msgpack.packb(msgpack.ExtType(REF, b"\x00"))),  # not a 4-byte index
+    framed(msgpack.packb(msgpack.ExtType(VALUE, msgpack.packb(["CacheKey", [msgpack.ExtType(REF, bytes(4))], {}])))),
+])
+def test_a_reference_to_nothing_named_before_it_is_a_wire_error(data):
+    """References name only what the message's body named before them (inside an extension value, none)."""
+    with pytest.raises(WireError, match="reference") as info:
+        Codec(Names.of(API)).decode(data)
+    assert "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize("data", [
