@@ -30,7 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from .memory import DEVICE_MEMORY_ENV, HostMemory, MemoryAccessor, device_accessor_kind, make_device_accessor
+from .memory import (
+    DEVICE_MEMORY_ENV,
+    HostMemory,
+    Intervals,
+    MemoryAccessor,
+    device_accessor_kind,
+    make_device_accessor,
+)
+from .process import JOINED_READS
 from .serve import ActiveRequests, report_start_failure, serve, start_watchdog
 from .vendor_api import CACHE_MANAGER
 from .wire import NodeCodec
@@ -44,7 +52,7 @@ RESET_DRAIN_S = 5.0
 #: revokes pins) run on a worker thread, so requests from several of the parent's threads overlap. A reset runs
 #: on the reading thread too, though it waits for the previous cluster's requests: what the parent sends after
 #: it (the next cluster's init, sent before the reset's answer comes back) must run after it
-QUICK_OPS = frozenset({"node", "node_each", "init", "cm_check", "reset"})
+QUICK_OPS = frozenset({"node", "node_each", "node_read", "init", "cm_check", "reset"})
 QUICK_CM = frozenset({"allocate_cache", "register_cache", "allocate_blocks_cache", "register_blocks_cache"})
 LINK_TIMEOUT_MS = 10000
 
@@ -69,7 +77,7 @@ class VendorNode:
         self.active = ActiveRequests()
         self.host = HostMemory()
         self.device: MemoryAccessor | None = None
-        self._device_ranges: list[tuple[int, int]] = []  # [addr, end) of known DEVICE memory
+        self._device_ranges = Intervals()  # known DEVICE memory
         self._ranges_lock = threading.Lock()
         self.datadist: Any = None
         self._signatures_sent: type | None = None  # the cache-manager class whose signatures the parent has
@@ -94,6 +102,12 @@ class VendorNode:
         if op == "node_each":  # one request for a per-tensor step; stops at the first exception
             name, arg_lists = args
             return [self._node_call(name, nargs) for nargs in arg_lists]
+        if op == "node_read":  # node_each of a read, its results joined: [sizes, bytes]
+            name, arg_lists = args
+            if name not in JOINED_READS:
+                raise ValueError(f"node_read: {name!r} is not one of {JOINED_READS}")
+            got = [np.asarray(self._node_call(name, nargs), dtype=np.uint8).reshape(-1) for nargs in arg_lists]
+            return [[int(g.size) for g in got], np.concatenate(got) if got else np.empty(0, dtype=np.uint8)]
         if op == "init":
             return self.init(*args)
         if op == "link":
@@ -213,11 +227,12 @@ class VendorNode:
         desc = cache.cache_desc
         if desc.placement == self.vendor.Placement.DEVICE:
             with self._ranges_lock:
-                self._device_ranges.extend((int(a), int(a) + int(desc.size)) for a in cache.tensor_addrs)
+                for a in cache.tensor_addrs:
+                    self._device_ranges.add(int(a), int(a) + int(desc.size))
 
     def _accessor_for(self, addr: int, nbytes: int) -> MemoryAccessor:
         with self._ranges_lock:
-            device = any(lo <= addr and addr + nbytes <= hi for lo, hi in self._device_ranges)
+            device = self._device_ranges.covers(addr, addr + nbytes)
         if device:
             return self._device_accessor()
         return self.host
@@ -256,7 +271,7 @@ class VendorNode:
                 raise ValueError(f"placement must be 'HOST' or 'DEVICE', got {placement!r}")
             addr = self._device_accessor().alloc(int(nbytes))
             with self._ranges_lock:
-                self._device_ranges.append((addr, addr + int(nbytes)))
+                self._device_ranges.add(addr, addr + int(nbytes))
             return addr
         if name == "read_memory":
             addr, nbytes = args

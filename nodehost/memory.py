@@ -16,6 +16,7 @@ and the backend then declares HOST placement only.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import importlib
 import threading
@@ -25,6 +26,39 @@ import numpy as np
 
 #: environment variable: "auto" (default), "acl", "host" or "none": who serves DEVICE memory
 DEVICE_MEMORY_ENV = "NODEHOST_DEVICE_MEMORY"
+
+
+class Intervals:
+    """A set of addresses kept as sorted, disjoint [lo, hi) intervals (overlapping or touching ones merged): which
+    memory is a placement's. ``covers`` is a binary search, so a batch of reads costs no more with every cache a long
+    history allocates (a scan over every tensor's range did: 30 ms for 128 reads beside 30 caches)."""
+
+    def __init__(self) -> None:
+        self._lo: list[int] = []
+        self._hi: list[int] = []
+
+    def add(self, lo: int, hi: int) -> None:
+        if hi <= lo:
+            return
+        # every interval that overlaps or touches [lo, hi) is merged into it
+        first = bisect.bisect_left(self._hi, lo)
+        last = bisect.bisect_right(self._lo, hi)
+        if first < last:
+            lo, hi = min(lo, self._lo[first]), max(hi, self._hi[last - 1])
+        self._lo[first:last] = [lo]
+        self._hi[first:last] = [hi]
+
+    def covers(self, lo: int, hi: int) -> bool:
+        """Whether every address of [lo, hi) is in the set (an empty span: whether ``lo`` is)."""
+        i = bisect.bisect_right(self._lo, lo) - 1
+        return i >= 0 and max(hi, lo + 1) <= self._hi[i]
+
+    def clear(self) -> None:
+        self._lo.clear()
+        self._hi.clear()
+
+    def __len__(self) -> int:
+        return len(self._lo)
 
 
 class MemoryAccessor(Protocol):

@@ -444,6 +444,8 @@ class NodePool:
 
 #: the node methods a node process runs in a batch (``node_each``)
 NODE_EACH = ("write_tensor", "read_tensor", "alloc_memory", "read_memory", "write_memory")
+#: those whose results a node sends joined in one buffer (``node_read``: one array on the wire, not one per read)
+JOINED_READS = ("read_tensor", "read_memory")
 
 
 class ProcessNode:
@@ -480,7 +482,15 @@ class ProcessNode:
         once per argument list, in order, stopping at the first exception: one round trip for a per-tensor step."""
         if method not in NODE_EACH:
             raise ValueError(f"call_each: {method!r} is not one of {NODE_EACH}")
-        return self.proc.call("node_each", method, [tuple(args) for args in arg_lists])
+        if method not in JOINED_READS:
+            return self.proc.call("node_each", method, [tuple(args) for args in arg_lists])
+        sizes, data = self.proc.call("node_read", method, [tuple(args) for args in arg_lists])
+        if not (isinstance(sizes, list) and len(sizes) == len(arg_lists) and all(type(n) is int and n >= 0 for n in sizes)
+                and isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 1
+                and sum(sizes) == data.size):
+            raise WireError(f"call_each({method!r}): the node's joined reads are not one size per read and their bytes")
+        ends = itertools.accumulate(sizes)
+        return [data[end - n:end] for n, end in zip(sizes, ends, strict=True)]
 
     def inject(self, fault: Mapping[str, Any]) -> None:
         if not isinstance(fault, Mapping):

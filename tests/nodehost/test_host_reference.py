@@ -52,7 +52,7 @@ def test_call_each_is_one_request_that_stops_at_the_first_error(make_cluster: An
     node.proc.call = lambda op, *a, **k: (calls.append(op), real(op, *a, **k))[1]  # type: ignore[method-assign]
     call_each(node, "write_tensor", [(cache, t, d) for t, d in enumerate(data)])
     got = call_each(node, "read_tensor", [(cache, t) for t in range(4)])
-    assert calls == ["node_each", "node_each"]
+    assert calls == ["node_each", "node_read"]  # a read batch comes back joined
     assert [g.tolist() for g in got] == [d.tolist() for d in data]
     with pytest.raises(IndexError):  # tensor 9 does not exist: the write of tensor 1 after it never runs
         call_each(node, "write_tensor", [(cache, 0, data[3]), (cache, 9, data[3]), (cache, 1, data[3])])

@@ -9,7 +9,7 @@ import pytest
 
 import reference_impl as ref
 from datawire import WireError
-from nodehost.memory import HostMemory, device_accessor_kind
+from nodehost.memory import HostMemory, Intervals, device_accessor_kind
 from nodehost.wire import NodeCodec, ParentCodec, read_reply
 
 
@@ -28,6 +28,22 @@ def test_host_memory_by_address() -> None:
     assert mem.count() == 1
     mem.release_all()
     assert mem.count() == 0
+
+
+def test_intervals_merge_what_touches_and_cover_only_what_they_hold() -> None:
+    """Which memory is DEVICE memory: every tensor range and allocation added, merged where they overlap or touch,
+    so a span covered by two neighbouring tensors is covered, and one reaching past the set is not."""
+    ranges = Intervals()
+    for lo, hi in [(100, 200), (300, 400), (200, 250), (390, 500), (50, 60), (600, 600)]:
+        ranges.add(lo, hi)
+    assert len(ranges) == 3  # [50, 60), [100, 250), [300, 500); the empty [600, 600) adds nothing
+    assert ranges.covers(100, 250) and ranges.covers(150, 220) and ranges.covers(300, 500) and ranges.covers(55, 60)
+    assert not ranges.covers(99, 150) and not ranges.covers(240, 260) and not ranges.covers(450, 501)
+    assert not ranges.covers(10, 20) and not ranges.covers(600, 601) and not ranges.covers(250, 250)
+    ranges.add(0, 1000)
+    assert len(ranges) == 1 and ranges.covers(0, 1000)
+    ranges.clear()
+    assert len(ranges) == 0 and not ranges.covers(100, 101)
 
 
 @pytest.mark.parametrize(("policy", "says_host", "acl", "want"), [
@@ -116,3 +132,30 @@ def test_a_reply_that_is_not_the_wire_is_refused() -> None:
         read_reply([pickle.dumps((1, "ok")), b""])
     with pytest.raises(WireError):
         ParentCodec(ref).reply(pickle.dumps([1, []]))
+
+
+@pytest.mark.parametrize("reply", [
+    [[4, 4], np.zeros(7, dtype=np.uint8)],  # the sizes add up to more than the bytes
+    [[4], np.zeros(4, dtype=np.uint8)],  # one size for two reads
+    [[4, -4], np.zeros(0, dtype=np.uint8)],
+    [[4, 4], np.zeros(8, dtype=np.int64)],
+    [[4, 4], b"\0" * 8],
+])
+def test_joined_reads_that_are_not_a_size_per_read_and_their_bytes_are_a_wire_error(reply: list) -> None:
+    """A batch of reads comes back as one buffer and the size of each read (``node_read``); a reply that does not
+    split into one read each is refused, never cut into wrong pieces."""
+    from nodehost.process import ProcessNode
+
+    node = ProcessNode()
+    node.proc = type("Proc", (), {"call": staticmethod(lambda *args: reply)})()
+    with pytest.raises(WireError, match="joined reads"):
+        node.call_each("read_memory", [(64, 4), (128, 4)])
+
+
+def test_joined_reads_split_into_one_array_per_read() -> None:
+    from nodehost.process import ProcessNode
+
+    node = ProcessNode()
+    node.proc = type("Proc", (), {"call": staticmethod(lambda *args: [[2, 0, 3], np.arange(5, dtype=np.uint8)])})()
+    got = node.call_each("read_memory", [(64, 2), (99, 0), (128, 3)])
+    assert [g.tolist() for g in got] == [[0, 1], [], [2, 3, 4]]
