@@ -43,16 +43,18 @@ from . import settings
 from .driver import node_main
 from .hosts import host
 from .memory import DEVICE_MEMORY_ENV, device_accessor_kind
+from .node_access import ProcessNode
 from .process import (
     READY_TIMEOUT_S,
     LeasedProcess,
     NodePool,
     NodeProcess,
-    ProcessNode,
     end_all,
 )
+from .shared import SharedView
 from .vendor_api import CACHE_MANAGER
 from .wire import ParentCodec
+from .wire import proxy_class as cache_proxy_class
 
 #: defaults for the node processes' environment (NIXL/UCX on loopback, quiet); a value already set wins
 NODE_ENV = {"UCX_NET_DEVICES": "lo", "NIXL_LOG_LEVEL": "ERROR"}
@@ -119,6 +121,14 @@ class HostNode(ProcessNode):
         if signatures is not None or proc.cm_class is None:  # else the same class as the process's last cluster
             proc.cm_class = proxy_class(signatures or {})
         self._cm = proc.cm_class(self)
+        shared = init.get("shared")
+        # the node's memory is mapped here only for a process on this host whose DEVICE memory is host memory
+        if proc.host is None and isinstance(shared, dict) and shared.get("device_is_host") is True:
+            self.shared = SharedView(proc.pid)
+            self.shared.update(shared.get("segments") or [])
+
+    def owns(self, cache: Any) -> bool:
+        return type(cache) is cache_proxy_class(self.api.Cache) and cache._nh_owner == self.cluster_id
 
     @property
     def cache_manager(self) -> CacheManagerProxy:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from . import shared
 from .memory import (
     DEVICE_MEMORY_ENV,
     HostMemory,
@@ -38,7 +39,7 @@ from .memory import (
     device_accessor_kind,
     make_device_accessor,
 )
-from .process import JOINED_READS
+from .node_access import JOINED_READS
 from .serve import ActiveRequests, report_start_failure, serve, start_watchdog
 from .vendor_api import CACHE_MANAGER
 from .wire import NodeCodec
@@ -52,7 +53,7 @@ RESET_DRAIN_S = 5.0
 #: revokes pins) run on a worker thread, so requests from several of the parent's threads overlap. A reset runs
 #: on the reading thread too, though it waits for the previous cluster's requests: what the parent sends after
 #: it (the next cluster's init, sent before the reset's answer comes back) must run after it
-QUICK_OPS = frozenset({"node", "node_each", "node_read", "init", "cm_check", "reset"})
+QUICK_OPS = frozenset({"node", "node_each", "node_read", "node_alloc", "shared", "init", "cm_check", "reset"})
 QUICK_CM = frozenset({"allocate_cache", "register_cache", "allocate_blocks_cache", "register_blocks_cache"})
 LINK_TIMEOUT_MS = 10000
 
@@ -114,6 +115,12 @@ class VendorNode:
             return self.link(*args)
         if op == "unlink":
             return self.unlink(*args)
+        if op == "shared":
+            return self.shared_info()
+        if op == "node_alloc":  # alloc_memory, and the segment of the memory where it is shared (nodehost.shared)
+            addr = self._node_call("alloc_memory", args)
+            h = shared.heap()
+            return [addr, h.segment_at(addr) if h is not None else None]
         if op == "cm_check":
             return self._datadist().cache_manager is not None
         if op == "reset":
@@ -159,11 +166,19 @@ class VendorNode:
             cm = datadist.cache_manager
         except Exception:  # noqa: BLE001 - the cache manager is off in these options
             self._signatures_sent = None
-            return {"cache_manager": False, "signatures": {}, "address": (ip, self.port)}
+            return {"cache_manager": False, "signatures": {}, "address": (ip, self.port), "shared": self.shared_info()}
         # the signatures go once per cache-manager class: the parent keeps them with this process
         sent = type(cm) is self._signatures_sent
         self._signatures_sent = type(cm)
-        return {"cache_manager": True, "signatures": None if sent else self._signatures(cm), "address": (ip, self.port)}
+        return {"cache_manager": True, "signatures": None if sent else self._signatures(cm), "address": (ip, self.port),
+                "shared": self.shared_info()}
+
+    def shared_info(self) -> dict[str, Any]:
+        """The memory a parent on this host may map (nodehost.shared), and whether this node reads DEVICE memory
+        as host memory (else a parent must leave every access to the node: a DEVICE read here goes elsewhere, or
+        is refused)."""
+        h = shared.heap()
+        return {"segments": h.segments() if h is not None else [], "device_is_host": self.device is self.host}
 
     @staticmethod
     def _signatures(cm: Any) -> dict[str, Any]:

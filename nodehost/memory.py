@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from . import shared
+
 #: environment variable: "auto" (default), "acl", "host" or "none": who serves DEVICE memory
 DEVICE_MEMORY_ENV = "NODEHOST_DEVICE_MEMORY"
 
@@ -86,7 +88,7 @@ class HostMemory:
     def alloc(self, nbytes: int) -> int:
         if int(nbytes) <= 0:
             raise ValueError(f"nbytes must be > 0, got {nbytes}")
-        buf = np.zeros(int(nbytes), dtype=np.uint8)
+        buf = shared.zeros(int(nbytes))  # a parent on this host reads and writes it without a round trip
         addr = int(buf.ctypes.data)
         with self._lock:
             self._owned[addr] = buf
@@ -111,7 +113,9 @@ class HostMemory:
         """Give up every allocation. The buffers are freed one release later: a peer of the cluster that just
         ended may still have a transfer in flight into them, and freed memory would be the next cluster's."""
         with self._lock:
-            self._retired, self._owned = self._owned, {}
+            gone, self._retired, self._owned = self._retired, self._owned, {}
+        for buf in gone.values():
+            shared.free(buf)
 
 
 class AclDeviceMemory:

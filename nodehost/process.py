@@ -21,8 +21,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-import numpy as np
-
 from datawire import ErrorRecord, WireError, frames
 
 from .connection import shutdown_connection
@@ -440,65 +438,3 @@ class NodePool:
         with self._lock:
             procs, self._idle = self._idle, []
         end_all(procs)
-
-
-#: the node methods a node process runs in a batch (``node_each``)
-NODE_EACH = ("write_tensor", "read_tensor", "alloc_memory", "read_memory", "write_memory")
-#: those whose results a node sends joined in one buffer (``node_read``: one array on the wire, not one per read)
-JOINED_READS = ("read_tensor", "read_memory")
-
-
-class ProcessNode:
-    """The protocol's node methods, each forwarded to the node's process (``self.proc``); the backends add
-    their own ``cache_manager`` and ``__repr__``."""
-
-    proc: Any
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    @property
-    def alive(self) -> bool:
-        return not self.proc.dead.is_set()
-
-    def write_tensor(self, cache: Any, index: int, data: np.ndarray) -> None:
-        self.proc.call("node", "write_tensor", (cache, index, np.asarray(data)))
-
-    def read_tensor(self, cache: Any, index: int) -> np.ndarray:
-        return self.proc.call("node", "read_tensor", (cache, index))
-
-    def alloc_memory(self, placement: str, nbytes: int) -> int:
-        return self.proc.call("node", "alloc_memory", (placement, nbytes))
-
-    def read_memory(self, addr: int, nbytes: int) -> np.ndarray:
-        return self.proc.call("node", "read_memory", (addr, nbytes))
-
-    def write_memory(self, addr: int, data: np.ndarray) -> None:
-        self.proc.call("node", "write_memory", (addr, np.asarray(data)))
-
-    def call_each(self, method: str, arg_lists: Sequence[Sequence[Any]]) -> list[Any]:
-        """The kit's optional batch (conformance_tests.backend.BATCH_METHOD): the node's process runs ``method``
-        once per argument list, in order, stopping at the first exception: one round trip for a per-tensor step."""
-        if method not in NODE_EACH:
-            raise ValueError(f"call_each: {method!r} is not one of {NODE_EACH}")
-        if method not in JOINED_READS:
-            return self.proc.call("node_each", method, [tuple(args) for args in arg_lists])
-        sizes, data = self.proc.call("node_read", method, [tuple(args) for args in arg_lists])
-        if not (isinstance(sizes, list) and len(sizes) == len(arg_lists) and all(type(n) is int and n >= 0 for n in sizes)
-                and isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 1
-                and sum(sizes) == data.size):
-            raise WireError(f"call_each({method!r}): the node's joined reads are not one size per read and their bytes")
-        ends = itertools.accumulate(sizes)
-        return [data[end - n:end] for n, end in zip(sizes, ends, strict=True)]
-
-    def inject(self, fault: Mapping[str, Any]) -> None:
-        if not isinstance(fault, Mapping):
-            raise TypeError(f"fault must be a mapping, got {type(fault).__name__}")
-        if fault.get("kind") == "kill_node":
-            self.proc.kill()
-            return
-        self.proc.call("node", "inject", (dict(fault),))
-
-    def stats(self) -> dict[str, Any]:
-        return self.proc.call("stats")

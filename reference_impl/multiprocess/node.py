@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from nodehost import shared
 from nodehost.serve import ActiveRequests
 
 from ..backend import ReferenceNode
@@ -65,7 +66,7 @@ class Arenas:
             free = self._free.get(nbytes)
             if free:
                 return free.pop()
-        buf = np.zeros(nbytes, dtype=np.uint8)
+        buf = shared.zeros(nbytes)  # the node host's parent reads the pools' bytes without a round trip
         self._transport.register(buf.ctypes.data, buf.size, keep=True)
         return buf
 
@@ -80,6 +81,7 @@ class Arenas:
                     free.append(buf)
                 else:
                     self._transport.release_kept(buf.ctypes.data, buf.size)
+                    shared.free(buf)
 
 
 class NodeRuntime:

@@ -47,6 +47,7 @@ def test_call_each_is_one_request_that_stops_at_the_first_error(make_cluster: An
     node = cluster.node(1)
     cache = node.cache_manager.allocate_cache(_desc(node.api, "HOST"))
     data = [np.full(cache.cache_desc.size, t, dtype=np.uint8) for t in range(4)]
+    node.shared = None  # the requests themselves (the shared-memory path: test_shared_memory.py)
     calls: list[str] = []
     real = node.proc.call
     node.proc.call = lambda op, *a, **k: (calls.append(op), real(op, *a, **k))[1]  # type: ignore[method-assign]

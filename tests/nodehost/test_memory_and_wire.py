@@ -144,7 +144,7 @@ def test_a_reply_that_is_not_the_wire_is_refused() -> None:
 def test_joined_reads_that_are_not_a_size_per_read_and_their_bytes_are_a_wire_error(reply: list) -> None:
     """A batch of reads comes back as one buffer and the size of each read (``node_read``); a reply that does not
     split into one read each is refused, never cut into wrong pieces."""
-    from nodehost.process import ProcessNode
+    from nodehost.node_access import ProcessNode
 
     node = ProcessNode()
     node.proc = type("Proc", (), {"call": staticmethod(lambda *args: reply)})()
@@ -153,7 +153,7 @@ def test_joined_reads_that_are_not_a_size_per_read_and_their_bytes_are_a_wire_er
 
 
 def test_joined_reads_split_into_one_array_per_read() -> None:
-    from nodehost.process import ProcessNode
+    from nodehost.node_access import ProcessNode
 
     node = ProcessNode()
     node.proc = type("Proc", (), {"call": staticmethod(lambda *args: [[2, 0, 3], np.arange(5, dtype=np.uint8)])})()
