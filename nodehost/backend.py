@@ -128,7 +128,7 @@ class HostNode(ProcessNode):
             self.shared.update(shared.get("segments") or [])
 
     def owns(self, cache: Any) -> bool:
-        return type(cache) is cache_proxy_class(self.api.Cache) and cache._nh_owner == self.cluster_id
+        return type(cache) is cache_proxy_class(self.api.Cache) and getattr(cache, "_nh_owner", None) == self.cluster_id
 
     @property
     def cache_manager(self) -> CacheManagerProxy:

@@ -139,8 +139,9 @@ class SharedView:
             if i < 0 or addr + nbytes > self._ends[i]:
                 return None
             seg = self._named[i]
-            mapped = self._maps.get(seg[0], False)
-            if mapped is False:
+            if seg[0] in self._maps:
+                mapped = self._maps[seg[0]]
+            else:
                 mapped = self._maps[seg[0]] = self._map(seg)
         if mapped is None:
             return None
