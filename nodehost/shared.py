@@ -72,6 +72,14 @@ class SharedHeap:
             got = self._live.get(addr)
         return None if got is None else [addr, *got]
 
+    def containing(self, addr: int, nbytes: int) -> tuple[int, int] | None:
+        """(start, bytes) of the buffer holding all of ``[addr, addr + nbytes)``, if one does."""
+        with self._lock:
+            for base, (n, _fd, _ino) in self._live.items():
+                if base <= addr and addr + nbytes <= base + n:
+                    return base, n
+        return None
+
     def segments(self) -> list[Segment]:
         with self._lock:
             return [[addr, n, fd, ino] for addr, (n, fd, ino) in sorted(self._live.items())]

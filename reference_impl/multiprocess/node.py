@@ -182,7 +182,7 @@ class NodeRuntime:
         with NIXL as it is made), so that others can read and write it by address (the node host does, through
         the vendor API)."""
         datadist: LLMDataDist = RealMemoryLLMDataDist(LLMRole(role), cluster_id, cache_manager_cls=cache_manager_cls,
-                                                      on_segment=self.transport.register, arena=self.arenas.take)
+                                                      on_segment=self._register, arena=self.arenas.take)
         datadist.init(dict(options))
         enabled = True
         try:
@@ -195,6 +195,14 @@ class NodeRuntime:
         self.datadist = datadist
         self.node = ReferenceNode(datadist)
         return enabled
+
+    def _register(self, addr: int, nbytes: int) -> None:
+        """Register a segment with NIXL: the whole shared buffer that holds it, where one does (memory the node
+        host allocated, adopted by ``register_cache`` a tensor at a time: one registration for all of a cache's
+        tensors, not one each, and no new metadata for the next cache in the same buffer)."""
+        h = shared.heap()
+        whole = h.containing(addr, nbytes) if h is not None else None
+        self.transport.register(*(whole or (addr, nbytes)))
 
     # ---- links (this node is the client) --------------------------------------------------------------
     def link(self, server_id: int, address: tuple[str, int]) -> LLMStatusCode:

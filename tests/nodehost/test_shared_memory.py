@@ -131,3 +131,17 @@ def test_a_segment_is_mapped_only_where_the_fd_still_names_it() -> None:
     assert heap.segments() == []
     with pytest.raises(OSError):
         os.fstat(fd)  # the node's fd is closed with it
+
+
+def test_a_cache_registered_in_one_shared_buffer_is_one_nixl_registration(make_cluster: Any) -> None:
+    """The reference registers with NIXL the whole shared buffer that holds an adopted tensor: a cache whose tensors
+    share one allocation costs one registration (and one new metadata), not one per tensor."""
+    cluster = make_cluster(1, 2)
+    node = cluster.node(2)
+    desc = _desc(node.api, "DEVICE")
+    base = node.alloc_memory("DEVICE", 4 * desc.size + 64)
+    before = node.stats()["registered"]
+    node.cache_manager.register_cache(desc, [base + 16 + t * desc.size for t in range(4)])
+    assert node.stats()["registered"] == before + 1
+    node.cache_manager.register_cache(desc, [base + 32 + t * desc.size for t in range(4)])  # the same buffer again
+    assert node.stats()["registered"] == before + 1
