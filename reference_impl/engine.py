@@ -102,7 +102,7 @@ class NodeEngine:
         self.slot = slot
         self.options = options
         self.sync_timeout_s = options.sync_kv_timeout_s
-        self.memory = NodeMemory(slot)
+        self.memory = self._make_memory(slot)
         self.device_pool = MemoryPool(self.memory.device, options.mem_pool) if options.mem_pool else None
         self.host_pool = MemoryPool(self.memory.host, options.host_mem_pool) if options.host_mem_pool else None
         self.lock = threading.Lock()
@@ -115,6 +115,10 @@ class NodeEngine:
         self.faults = Faults()
         self.stop_event = threading.Event()
         self.initialized = True
+
+    def _make_memory(self, slot: int) -> NodeMemory:
+        """The node's memory, which its pools take their segments from (simulated addresses here)."""
+        return NodeMemory(slot)
 
     # ---- state -------------------------------------------------------------------------------------
     @property

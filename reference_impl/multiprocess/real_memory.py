@@ -24,7 +24,6 @@ from ..fabric import Fabric
 from ..llm_datadist import LLMDataDist
 from ..memory import MemorySpace, NodeMemory, Segment
 from ..options import EngineOptions
-from ..pool import MemoryPool
 
 OnSegment = Callable[[int, int], None]
 #: where new segments' memory comes from: ``arena(nbytes)`` gives a zeroed buffer that is registered already (the
@@ -73,11 +72,11 @@ class RealNodeEngine(NodeEngine):
 
     def __init__(self, fabric: Fabric, cluster_id: int, role: LLMRole, slot: int, options: object,
                  on_segment: OnSegment, arena: Arena | None = None) -> None:
+        self._on_segment, self._arena = on_segment, arena  # before the base class makes the memory and pools
         super().__init__(fabric, cluster_id, role, slot, options)  # type: ignore[arg-type]
-        self.memory = RealNodeMemory(on_segment, arena)
-        opts = self.options
-        self.device_pool = MemoryPool(self.memory.device, opts.mem_pool) if opts.mem_pool else None
-        self.host_pool = MemoryPool(self.memory.host, opts.host_mem_pool) if opts.host_mem_pool else None
+
+    def _make_memory(self, slot: int) -> NodeMemory:
+        return RealNodeMemory(self._on_segment, self._arena)
 
 
 class RealMemoryLLMDataDist(LLMDataDist):
