@@ -75,6 +75,16 @@ class MemoryAccessor(Protocol):
     def release_all(self) -> None: ...
 
 
+#: free buffers of one size class a node keeps between clusters
+KEPT_PER_SIZE = 8
+
+
+def _size_class(nbytes: int) -> int:
+    """The size an allocation of ``nbytes`` is served with: a power of two (at least a page), so buffers serve
+    again for the many sizes a certification asks for."""
+    return max(4096, 1 << (nbytes - 1).bit_length())
+
+
 class HostMemory:
     """Host memory of this process, by address."""
 
@@ -84,11 +94,17 @@ class HostMemory:
         self._lock = threading.Lock()
         self._owned: dict[int, np.ndarray] = {}
         self._retired: dict[int, np.ndarray] = {}
+        self._free: dict[int, list[np.ndarray]] = {}  # zeroed buffers of a size class, for the next allocations
 
     def alloc(self, nbytes: int) -> int:
         if int(nbytes) <= 0:
             raise ValueError(f"nbytes must be > 0, got {nbytes}")
-        buf = shared.zeros(int(nbytes))  # a parent on this host reads and writes it without a round trip
+        size = _size_class(int(nbytes))
+        with self._lock:
+            free = self._free.get(size)
+            buf = free.pop() if free else None
+        if buf is None:
+            buf = shared.zeros(size)  # a parent on this host reads and writes it without a round trip
         addr = int(buf.ctypes.data)
         with self._lock:
             self._owned[addr] = buf
@@ -110,12 +126,21 @@ class HostMemory:
             return len(self._owned)
 
     def release_all(self) -> None:
-        """Give up every allocation. The buffers are freed one release later: a peer of the cluster that just
-        ended may still have a transfer in flight into them, and freed memory would be the next cluster's."""
+        """Give up every allocation. The buffers serve again (zeroed) or are freed one release later: a peer of the
+        cluster that just ended may still have a transfer in flight into them, and they would be the next
+        cluster's. Serving again keeps a buffer's address, so an implementation that registered it with its
+        transfer engine need not register it again (nor tell its peers)."""
         with self._lock:
             gone, self._retired, self._owned = self._retired, self._owned, {}
         for buf in gone.values():
-            shared.free(buf)
+            with self._lock:
+                room = len(self._free.get(buf.size, ())) < KEPT_PER_SIZE
+            if not room:
+                shared.free(buf)
+                continue
+            shared.clear(buf)
+            with self._lock:
+                self._free.setdefault(buf.size, []).append(buf)
 
 
 class AclDeviceMemory:

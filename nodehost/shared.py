@@ -23,6 +23,7 @@ import bisect
 import mmap
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,12 @@ class SharedHeap:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._live: dict[int, tuple[int, int, int]] = {}  # address -> (bytes, fd, inode)
+        self._on_free: list[Callable[[int, int], None]] = []
+
+    def on_free(self, hook: Callable[[int, int], None]) -> None:
+        """``hook(address, bytes)`` runs before a buffer is freed (while it is still mapped): an implementation that
+        registered it whole (with its transfer engine) deregisters it."""
+        self._on_free.append(hook)
 
     @staticmethod
     def available() -> bool:
@@ -57,9 +64,12 @@ class SharedHeap:
 
     def free(self, buf: np.ndarray) -> None:
         """Stop sharing ``buf`` (the pages go once every mapping of it, the parent's included, is gone)."""
+        addr = int(buf.ctypes.data)
         with self._lock:
-            got = self._live.pop(int(buf.ctypes.data), None)
+            got = self._live.pop(addr, None)
         if got is not None:
+            for hook in self._on_free:
+                hook(addr, got[0])
             os.close(got[1])
 
     def owns(self, buf: np.ndarray) -> bool:
@@ -108,6 +118,19 @@ def free(buf: np.ndarray) -> None:
     h = heap()
     if h is not None:
         h.free(buf)
+
+
+def clear(buf: np.ndarray) -> None:
+    """Zero ``buf`` again: a shared buffer's pages are given back (they read as zero, and cost nothing until
+    written), another buffer is filled with zeros."""
+    base = getattr(buf.base, "obj", buf.base)  # np.frombuffer's base is a memoryview of the mapping
+    if isinstance(base, mmap.mmap) and len(base) == buf.size and hasattr(mmap, "MADV_REMOVE"):
+        try:
+            base.madvise(mmap.MADV_REMOVE)
+            return
+        except OSError:
+            pass
+    buf[:] = 0
 
 
 class SharedView:

@@ -30,6 +30,29 @@ def test_host_memory_by_address() -> None:
     assert mem.count() == 0
 
 
+def test_host_memory_serves_a_buffer_again_zeroed_one_release_later_and_frees_the_rest() -> None:
+    """Buffers come in power-of-two sizes; a released one cools for one release (a transfer of the cluster that
+    ended may still land in it), then serves again zeroed, at the same address; beyond KEPT_PER_SIZE of a size the
+    rest are freed."""
+    from nodehost import memory, shared
+
+    mem = HostMemory()
+    first = [mem.alloc(5000) for _ in range(memory.KEPT_PER_SIZE + 2)]  # served with 8 KiB each
+    for addr in first:
+        mem.write(addr, np.full(8192, 7, dtype=np.uint8))
+    mem.release_all()
+    cooling = {mem.alloc(6000) for _ in range(2)}
+    assert not cooling & set(first)  # still cooling: not served again yet
+    mem.release_all()
+    again = [mem.alloc(8000) for _ in range(memory.KEPT_PER_SIZE)]
+    assert set(again) <= set(first) and len(set(again)) == memory.KEPT_PER_SIZE
+    assert all((mem.read(a, 8192) == 0).all() for a in again)
+    h = shared.heap()
+    if h is not None:  # the two beyond those kept are no shared buffers any more
+        live = {seg[0] for seg in h.segments()}
+        assert len(set(first) - live) == 2 and set(again) <= live
+
+
 def test_intervals_merge_what_touches_and_cover_only_what_they_hold() -> None:
     """Which memory is DEVICE memory: every tensor range and allocation added, merged where they overlap or touch,
     so a span covered by two neighbouring tensors is covered, and one reaching past the set is not."""
