@@ -9,8 +9,10 @@ after that every frame is bounded (:data:`MAX_MESSAGE`) and decoded as data only
 closes the connection. ``link(client, server)`` makes the client connect to the server (:class:`PeerLink`); over
 that connection the client asks, the server answers:
 
-* ``["hello", req, client_cluster_id]`` -> ``[server_cluster_id, agent_metadata, generation, scratch]``: the
-  link handshake; the client loads the server's NIXL metadata (``add_remote_agent``).
+* ``["hello", req, client_cluster_id]`` -> ``[server_cluster_id, agent_metadata, generation, removals, scratch,
+  agent_name]``: the link handshake; the client loads the server's NIXL metadata (``add_remote_agent``), or keeps
+  what an earlier link loaded: as it is when the server's registrations have not changed since, refreshed when
+  the server only registered more, loaded afresh when it deregistered anything (``removals`` moved on).
 * ``["open", req, cache_id, timeout_s, known_generation]`` -> ``None`` (no such cache) or a dict describing
   the destination cache (tensor addresses in the server's address space, stride, batch size, num_tensors,
   placement, remote accessibility), a pin id and, when the client's metadata is older than the server's

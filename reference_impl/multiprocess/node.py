@@ -92,6 +92,9 @@ class NodeRuntime:
         precise_sleeps()
         self.transport = NixlTransport(f"rimp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         self.arenas = Arenas(self.transport)
+        heap = shared.heap()
+        if heap is not None:  # a shared buffer registered whole is deregistered before it is freed
+            heap.on_free(self.transport.release_kept)
         self.pins = PinTable()
         self.links: dict[int, PeerLink] = {}
         #: connections of links of earlier clusters, by the server's address: a link to the same process reuses
@@ -106,7 +109,7 @@ class NodeRuntime:
         self.pushes = ActiveRequests()
         #: links whose data path is coming up on the link worker (the reset waits for them too)
         self._setups = ActiveRequests()
-        self._link_jobs: queue.SimpleQueue[tuple[PeerLink, bytes, int, int]] = queue.SimpleQueue()
+        self._link_jobs: queue.SimpleQueue[tuple[PeerLink, bytes, int, int, int, str]] = queue.SimpleQueue()
         threading.Thread(target=self._link_worker, name="link-setup", daemon=True).start()
         self.resets = 0
         self._busy_until = 0.0  # progress like during a push until then (a link's warm-up WRITE)
@@ -128,7 +131,8 @@ class NodeRuntime:
                 "initialized": self.datadist is not None, "registered": self.transport.registered_regions(),
                 "cluster_registered": self.transport.cluster_regions(),
                 "remote_agents": self.transport.peer_generations(), "server_conns": self.control.connection_count(),
-                "pins": self.pins.active, "resets": self.resets}
+                "pins": self.pins.active, "resets": self.resets, "removals": self.transport.removals,
+                "peer_loads": self.transport.peer_loads}
 
     def reset(self) -> None:
         """Back to the state right after start-up, so the process can serve another cluster.
@@ -163,6 +167,7 @@ class NodeRuntime:
                     old.close()
                 if peer.broken.is_set():
                     peer.close()
+                    self.transport.drop_peer(peer.agent_name)  # its process may be gone: no endpoint kept to it
                 else:
                     self._parked[peer.address] = peer
         self.control.end_links()
@@ -202,7 +207,10 @@ class NodeRuntime:
         tensors, not one each, and no new metadata for the next cache in the same buffer)."""
         h = shared.heap()
         whole = h.containing(addr, nbytes) if h is not None else None
-        self.transport.register(*(whole or (addr, nbytes)))
+        if whole is not None:  # registered while the buffer lives: the heap's free hook deregisters it
+            self.transport.register(*whole, keep=True)
+        else:
+            self.transport.register(addr, nbytes)
 
     # ---- links (this node is the client) --------------------------------------------------------------
     def link(self, server_id: int, address: tuple[str, int]) -> LLMStatusCode:
@@ -220,7 +228,8 @@ class NodeRuntime:
                     peer = PeerLink(server_id, where, self.authkey)
                 else:
                     peer.begin(server_id)
-                remote_id, metadata, generation, scratch = peer.request("hello", datadist.cluster_id, timeout=10.0)
+                remote_id, metadata, generation, removals, scratch, agent = peer.request(
+                    "hello", datadist.cluster_id, timeout=10.0)
             except Exception:  # noqa: BLE001 - an unreachable peer is a failed link
                 if peer is not None:
                     peer.close()
@@ -232,15 +241,24 @@ class NodeRuntime:
         # the data path (the server's NIXL metadata loaded, the UCX endpoint made by a first tiny WRITE) comes up on
         # the link worker while the caller goes on; a push over the link waits for it (PeerLink.data_path)
         self._setups.started()
-        self._link_jobs.put((peer, metadata, generation, scratch))
+        self._link_jobs.put((peer, metadata, generation, removals, scratch, agent))
         return LLMStatusCode.LLM_SUCCESS
 
     def _link_worker(self) -> None:
         while True:
-            peer, metadata, generation, scratch = self._link_jobs.get()
+            peer, metadata, generation, removals, scratch, agent = self._link_jobs.get()
             try:
-                peer.agent_name = self.transport.load_peer(metadata, generation)
-                self.transport.warm_up(peer.agent_name, scratch)
+                # a peer an earlier cluster's link loaded keeps its endpoint: its metadata is refreshed where it
+                # registered more since, loaded afresh (and its endpoint made again) where it deregistered anything
+                loaded = self.transport.peer_state(agent)
+                if loaded is not None and loaded[1] == removals:
+                    if loaded[0] != generation:
+                        self.transport.load_peer(metadata, generation, removals)
+                    peer.agent_name = agent
+                else:
+                    self.transport.drop_peer(agent)
+                    peer.agent_name = self.transport.load_peer(metadata, generation, removals)
+                    self.transport.warm_up(peer.agent_name, scratch)
                 peer.send("warmed")  # the server may stop progressing actively now
             except Exception as exc:  # noqa: BLE001 - no data path: the link is broken
                 peer.data_path_error = f"{type(exc).__name__}: {exc}"
@@ -301,7 +319,8 @@ class NodeRuntime:
             self.pins.wake.set()
             metadata, generation = self.transport.metadata()
             cluster_id = self.datadist.cluster_id if self.datadist else None
-            return cluster_id, metadata, generation, self.transport.scratch.ctypes.data
+            return (cluster_id, metadata, generation, self.transport.removals, self.transport.scratch.ctypes.data,
+                    self.transport.name)
         if op == "open":
             return self._open(sc, *args)
         if op == "close":

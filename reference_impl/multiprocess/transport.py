@@ -81,12 +81,17 @@ class NixlTransport:
         # drives progress itself while it polls a request, and a WRITE's completion needs no progress on
         # the target (measured: ~0.2 ms per WRITE + notification either way)
         self.agent = nixl_agent(name, nixl_agent_config(enable_prog_thread=False, backends=["UCX"]))
+        #: moves on with every change of this agent's registrations; ``removals`` with every deregistration (a peer
+        #: that loaded our metadata before a removal must load it afresh: see load_peer)
         self.generation = 0
+        self.removals = 0
         self._regs: list[Any] = []  # registrations a reset ends
         #: registrations for the process's life (the scratch buffer, the node's arenas), by (address, bytes)
         self._kept: dict[tuple[int, int], Any] = {}
         self._registered: set[tuple[int, int]] = set()
-        self._peers: dict[str, int] = {}  # remote agent name -> generation of its metadata we loaded
+        #: remote agent name -> (generation, removals) of its metadata we loaded
+        self._peers: dict[str, tuple[int, int]] = {}
+        self.peer_loads = 0  # remote agents loaded afresh (a figure for the self-tests)
         self.notifs_received = 0
         import numpy as np
 
@@ -116,6 +121,7 @@ class NixlTransport:
                 self.agent.deregister_memory(reg)
                 self._registered.discard((addr, nbytes))
                 self.generation += 1
+                self.removals += 1
 
     def registered_regions(self) -> int:
         return len(self._regs) + len(self._kept)
@@ -128,43 +134,48 @@ class NixlTransport:
         return sorted(self._peers)
 
     def reset(self) -> None:
-        """Deregister every segment but the kept ones (the scratch buffer, the node's arenas) and forget every remote
-        agent (a node reset).
-
-        Remote agents are removed, not kept: re-adding an agent's metadata merges its new registrations with
-        the old ones, and stale regions left from an earlier cluster then shadow the new ones (NIXL refused
-        descriptors inside current registrations with nixlNotFoundError when they were kept). The generation
-        moves on, so metadata taken before the reset is never mistaken for current."""
+        """Deregister every segment but the kept ones (the scratch buffer, the node's arenas, shared buffers still
+        alive) at a node reset. Remote agents stay loaded, endpoints and all: a peer is loaded afresh only when its
+        registrations have changed since (see ``peer_state``)."""
         with self._lock:
             regs, self._regs = self._regs, []
             for reg in regs:
                 self.agent.deregister_memory(reg)
             self._registered = set(self._kept)
-            peers, self._peers = list(self._peers), {}
-            for name in peers:
-                try:
-                    self.agent.remove_remote_agent(name)
-                except Exception:  # noqa: BLE001 - the peer may be gone already
-                    pass
-            self.generation += 1
+            if regs:
+                self.generation += 1
+                self.removals += 1
 
     def peer_generations(self) -> dict[str, int]:
-        return dict(self._peers)
+        return {name: gen for name, (gen, _removals) in self._peers.items()}
 
     def metadata(self) -> tuple[bytes, int]:
         with self._lock:
             return self.agent.get_agent_metadata(), self.generation
 
-    def load_peer(self, metadata: bytes, generation: int) -> str:
-        """Add (or refresh in place) a remote agent from its metadata; returns its name."""
+    def load_peer(self, metadata: bytes, generation: int, removals: int | None = None) -> str:
+        """Add (or refresh in place) a remote agent from its metadata; returns its name.
+
+        Refreshing in place merges the new registrations with those loaded before: right when the peer only
+        registered more since (``removals`` unchanged, or None: within one cluster), wrong after it deregistered
+        something (a stale region then shadows a new one: NIXL refused descriptors inside current registrations
+        with nixlNotFoundError). ``peer_state`` tells the caller which; a peer with removals since is dropped first."""
         with self._lock:
             name = self.agent.add_remote_agent(metadata)
             name = name.decode() if isinstance(name, bytes) else str(name)
-            self._peers[name] = generation
+            known = self._peers.get(name)
+            if known is None:
+                self.peer_loads += 1
+            self._peers[name] = (generation, removals if removals is not None else known[1] if known else -1)
             return name
 
+    def peer_state(self, name: str) -> tuple[int, int] | None:
+        """(generation, removals) of the metadata loaded for ``name``, or None."""
+        return self._peers.get(name)
+
     def peer_generation(self, name: str) -> int:
-        return self._peers.get(name, -1)
+        known = self._peers.get(name)
+        return known[0] if known is not None else -1
 
     def drop_peer(self, name: str) -> None:
         with self._lock:

@@ -61,7 +61,10 @@ def test_processes_are_reused_and_isolated(pool: NodePool) -> None:
     local.inject({"kind": "delay", "seconds": 5.0})
     local.inject({"kind": "drop_link", "peer": 2})
     used = first.node(2).stats()
-    assert used["cluster_registered"] >= 1 and used["registered"] >= 4 and used["server_conns"] == 1, used
+    # the raw memory is the node host's shared buffers, each registered whole while it lives (not per cluster)
+    assert used["cluster_registered"] == 0 and used["registered"] >= 4 and used["server_conns"] == 1, used
+    agents = local.stats()["remote_agents"]
+    assert list(agents) == [remote.stats()["agent"]], agents
     pids = first.pids()
     first.close()
     assert sorted(pool.idle_pids()) == sorted(pids)
@@ -78,10 +81,11 @@ def test_processes_are_reused_and_isolated(pool: NodePool) -> None:
         local2, remote2 = second.node(1), second.node(2)
         for node in (local2, remote2):
             st = node.stats()
-            # nothing of the first cluster's memory is registered: only the node's own (its scratch buffer, and
-            # the pool arenas it reuses from cluster to cluster)
+            # nothing is registered for a cluster: only the node's own memory (its scratch buffer, the pool arenas
+            # and the shared buffers it reuses from cluster to cluster, zeroed); no link and no connection of the
+            # first cluster's survives (the NIXL agents loaded for them do: transfers go only over a link)
             assert st["cluster_registered"] == 0, st
-            assert st["links"] == [] and st["remote_agents"] == {} and st["server_conns"] == 0, st
+            assert st["links"] == [] and st["server_conns"] == 0, st
             assert st["pins"] is False and st["resets"] >= 1, st
         src2 = local2.cache_manager.allocate_cache(_desc(api))
         # links do not survive: not linked in this cluster
@@ -100,7 +104,7 @@ def test_processes_are_reused_and_isolated(pool: NodePool) -> None:
         # options do not survive: this cluster configured no host pool
         with pytest.raises(api.LLMException):
             remote2.cache_manager.allocate_cache(_desc(api, "HOST"))
-        # raw memory does not survive: the old region is registered with nobody (two registrations, above)
+        # raw memory does not survive: the old buffers, if they serve again, are zeroed (and unreachable: no link)
         assert raw_addrs
         # faults do not survive: no delay, no dropped link, the push completes well within the timeout
         dst2 = remote2.cache_manager.allocate_cache(_desc(api))
@@ -236,3 +240,37 @@ def test_a_reused_pool_arena_holds_nothing_of_an_earlier_cluster(pool: NodePool)
             cluster.close()
     # the scratch buffer and two pools' arenas; two more for the second cluster; none new for the third
     assert registered == [3, 5, 5], registered
+
+
+def test_a_later_clusters_link_keeps_the_peer_loaded_until_the_server_deregisters_memory(pool: NodePool) -> None:
+    """A link between two processes an earlier cluster linked keeps the NIXL agent that link loaded (its endpoint
+    made, no warm-up) while the server's registrations are the same or only grew; once the server deregistered
+    anything, the agent is loaded afresh (a merged one would keep the stale region). Every push lands either way."""
+    from nodehost.memory import KEPT_PER_SIZE
+
+    backend = reference_nixl(pool=pool)
+
+    def cycle(raw_buffers: int = 0) -> tuple[int, int, list[int]]:
+        cluster = backend.open_cluster(specs(1, 2))
+        try:
+            client, server = cluster.node(1), cluster.node(2)
+            api = client.api
+            for _ in range(raw_buffers):  # one shared buffer each, registered whole while it lives
+                guarded_cache(server, _desc(api, "HOST", num_tensors=1))
+            cluster.link(1, 2)
+            src = client.cache_manager.allocate_cache(_desc(api))
+            dst = server.cache_manager.allocate_cache(_desc(api))
+            data = fill_random(client, src, seed=raw_buffers)
+            client.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
+            half = dst.cache_desc.size // 2
+            assert all(np.array_equal(g[:half], d[:half]) for g, d in zip(snapshot(server, dst), data, strict=True))
+            return client.stats()["peer_loads"], server.stats()["removals"], sorted(cluster.pids())
+        finally:
+            cluster.close()
+
+    loads, removals, pids = cycle()
+    assert cycle() == (loads, removals, pids)  # nothing registered since: the agent stays as it was loaded
+    assert cycle(KEPT_PER_SIZE + 2) == (loads, removals, pids)  # registered more: refreshed in place
+    assert cycle() == (loads, removals, pids)  # its buffers cool for one reset
+    later = cycle()  # the buffers beyond those kept are freed, and deregistered first: a removal
+    assert later[1] == removals + 2 and later[0] == loads + 1 and later[2] == pids, (loads, removals, later)
