@@ -38,6 +38,7 @@ class SharedHeap:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._live: dict[int, tuple[int, int, int]] = {}  # address -> (bytes, fd, inode)
+        self._bases: list[int] = []  # the live buffers' addresses, sorted (``containing`` is a binary search)
         self._on_free: list[Callable[[int, int], None]] = []
 
     def on_free(self, hook: Callable[[int, int], None]) -> None:
@@ -58,8 +59,10 @@ class SharedHeap:
         except BaseException:
             os.close(fd)
             raise
+        addr = int(buf.ctypes.data)
         with self._lock:
-            self._live[int(buf.ctypes.data)] = (int(nbytes), fd, os.fstat(fd).st_ino)
+            self._live[addr] = (int(nbytes), fd, os.fstat(fd).st_ino)
+            bisect.insort(self._bases, addr)
         return buf
 
     def free(self, buf: np.ndarray) -> None:
@@ -67,6 +70,8 @@ class SharedHeap:
         addr = int(buf.ctypes.data)
         with self._lock:
             got = self._live.pop(addr, None)
+            if got is not None:
+                del self._bases[bisect.bisect_left(self._bases, addr)]
         if got is not None:
             for hook in self._on_free:
                 hook(addr, got[0])
@@ -85,10 +90,12 @@ class SharedHeap:
     def containing(self, addr: int, nbytes: int) -> tuple[int, int] | None:
         """(start, bytes) of the buffer holding all of ``[addr, addr + nbytes)``, if one does."""
         with self._lock:
-            for base, (n, _fd, _ino) in self._live.items():
-                if base <= addr and addr + nbytes <= base + n:
-                    return base, n
-        return None
+            i = bisect.bisect_right(self._bases, addr) - 1
+            if i < 0:
+                return None
+            base = self._bases[i]
+            n = self._live[base][0]
+        return (base, n) if addr + nbytes <= base + n else None
 
     def segments(self) -> list[Segment]:
         with self._lock:

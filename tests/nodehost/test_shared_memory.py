@@ -127,8 +127,12 @@ def test_a_segment_is_mapped_only_where_the_fd_still_names_it() -> None:
     assert span is not None and view.span(addr + 4090, 8) is None and view.span(addr - 1, 2) is None
     span[:] = 9
     assert buf[100:108].tolist() == [9] * 8  # one memory: the node's buffer and the parent's mapping
+    other = heap.alloc(8192)
+    assert heap.containing(addr + 10, 100) == (addr, 4096) and heap.containing(addr + 4000, 200) is None
+    assert heap.containing(int(other.ctypes.data) + 8191, 1) == (int(other.ctypes.data), 8192)
+    heap.free(other)
     heap.free(buf)
-    assert heap.segments() == []
+    assert heap.segments() == [] and heap.containing(addr + 10, 100) is None
     with pytest.raises(OSError):
         os.fstat(fd)  # the node's fd is closed with it
 
