@@ -92,6 +92,7 @@ def test_losing_a_hosts_gateway_gives_errors_not_a_hang(servers: SshServers) -> 
         api = local.api
         src, dst = local.cache_manager.allocate_cache(_desc(api)), remote.cache_manager.allocate_cache(_desc(api))
         cluster.link(1, 2)
+        local.stats()  # the link's data path is up (stats waits for it): the push below is not its set-up race
         local.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
         killed = servers.end_sessions(1)  # the second host's gateway dies: its node goes with it (watchdog)
         assert killed, "no gateway process on the second host"
