@@ -12,7 +12,8 @@ by name, :mod:`nodehost.wire`) and never calls it.
 * ``node.cache_manager`` forwards each public method (signatures taken from the node) and re-raises the
   node's exception (an LLMException keeps its status_code);
 * ``write_tensor`` / ``read_tensor`` / ``alloc_memory`` / ``read_memory`` / ``write_memory`` run in the node
-  through its memory accessors; ``inject({"kind": "kill_node"})`` SIGKILLs the node's process, other faults
+  through its memory accessors, or, for a node on this host, as copies in its shared memory
+  (:mod:`nodehost.node_access`); ``inject({"kind": "kill_node"})`` SIGKILLs the node's process, other faults
   need the implementation's ``conformance_inject`` hook;
 * ``cluster.close()`` gives the processes back to the pool (reset, or ended when the reset fails).
 

@@ -4,8 +4,9 @@ The vendor API hands out memory only as addresses (``Cache.tensor_addrs``) and t
 (``register_cache(desc, addrs)``); it has no call to read or write it. So the host brings its own access, one
 accessor per placement:
 
-* :class:`HostMemory`: host memory of the node process, by address (``ctypes.memmove``); allocations are numpy
-  buffers the accessor keeps alive until ``release_all``.
+* :class:`HostMemory`: host memory of the node process, by address (``ctypes.memmove``); allocations are shared
+  buffers (:mod:`nodehost.shared`: a parent on this host maps them) of power-of-two sizes, kept until
+  ``release_all`` and then, one release later, served again zeroed or freed.
 * :class:`AclDeviceMemory`: NPU memory through pyACL (``acl.rt.malloc`` / ``acl.rt.memcpy``) when ``acl`` imports;
   written from the CANN documentation of pyACL and not run here (no NPU on the project's machines).
 
