@@ -53,7 +53,7 @@ RESET_DRAIN_S = 5.0
 #: revokes pins) run on a worker thread, so requests from several of the parent's threads overlap. A reset runs
 #: on the reading thread too, though it waits for the previous cluster's requests: what the parent sends after
 #: it (the next cluster's init, sent before the reset's answer comes back) must run after it
-QUICK_OPS = frozenset({"node", "node_each", "node_read", "node_alloc", "shared", "init", "cm_check", "reset"})
+QUICK_OPS = frozenset({"node", "node_each", "node_read", "node_alloc", "init", "cm_check", "reset"})
 QUICK_CM = frozenset({"allocate_cache", "register_cache", "allocate_blocks_cache", "register_blocks_cache"})
 LINK_TIMEOUT_MS = 10000
 
@@ -115,12 +115,10 @@ class VendorNode:
             return self.link(*args)
         if op == "unlink":
             return self.unlink(*args)
-        if op == "shared":
-            return self.shared_info()
-        if op == "node_alloc":  # alloc_memory, and the segment of the memory where it is shared (nodehost.shared)
-            addr = self._node_call("alloc_memory", args)
+        if op == "node_alloc":  # alloc_memory of each, with the segment of the memory where it is shared
             h = shared.heap()
-            return [addr, h.segment_at(addr) if h is not None else None]
+            addrs = [self._node_call("alloc_memory", nargs) for nargs in args[0]]
+            return [[a, h.segment_at(a) if h is not None else None] for a in addrs]
         if op == "cm_check":
             return self._datadist().cache_manager is not None
         if op == "reset":

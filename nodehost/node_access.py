@@ -30,10 +30,9 @@ class ProcessNode:
     their own ``cache_manager`` and ``__repr__``, and ``shared`` where the node's memory is mapped here."""
 
     proc: Any
-    #: the node's shared memory mapped in this process, or None (every access is a request)
+    #: the node's shared memory mapped in this process, or None (every access is a request); each allocation's
+    #: reply names its segment (``node_alloc``)
     shared: SharedView | None = None
-    #: the node may have made memory since ``shared`` had its list (an allocation): a miss asks for the list again
-    shared_stale = False
 
     @property
     def pid(self) -> int:
@@ -53,16 +52,7 @@ class ProcessNode:
         if view is None or type(addr) is not int or type(nbytes) is not int or not self.proc.current \
                 or self.proc.dead.is_set():
             return None
-        got = view.span(addr, nbytes)
-        if got is None and self.shared_stale:
-            self.shared_stale = False
-            try:
-                info = self.proc.call("shared")
-            except Exception:  # noqa: BLE001 - the request path answers (or raises) for itself
-                return None
-            view.update(info.get("segments", []) if isinstance(info, dict) else [])
-            got = view.span(addr, nbytes)
-        return got
+        return view.span(addr, nbytes)
 
     def _tensor_span(self, cache: Any, index: Any) -> np.ndarray | None:
         if self.shared is None or type(index) is not int or not self.owns(cache):
@@ -127,10 +117,17 @@ class ProcessNode:
         return got if got is not None else self.proc.call("node", "read_tensor", (cache, index))
 
     def alloc_memory(self, placement: str, nbytes: int) -> int:
-        addr, segment = self.proc.call("node_alloc", placement, nbytes)  # with the memory's segment, if shared
-        if self.shared is not None and segment is not None:
-            self.shared.add(segment)
-        return addr
+        return self._alloc([(placement, nbytes)])[0]
+
+    def _alloc(self, calls: Sequence[Sequence[Any]]) -> list[int]:
+        """``alloc_memory`` of each, in one request whose reply names each allocation's segment where it is shared
+        (the view maps it at its first access)."""
+        out = []
+        for addr, segment in self.proc.call("node_alloc", list(calls)):
+            if self.shared is not None and segment is not None:
+                self.shared.add(segment)
+            out.append(addr)
+        return out
 
     def read_memory(self, addr: int, nbytes: int) -> np.ndarray:
         got = self._read_memory_shared(addr, nbytes)
@@ -147,10 +144,10 @@ class ProcessNode:
         if method not in NODE_EACH:
             raise ValueError(f"call_each: {method!r} is not one of {NODE_EACH}")
         calls = [tuple(args) for args in arg_lists]
-        out: list[Any] = []
         if method == "alloc_memory":
-            self.shared_stale = True
-        elif self.shared is not None:
+            return self._alloc(calls)
+        out: list[Any] = []
+        if self.shared is not None:
             for args in calls:
                 served, result = self._shared(method, args)
                 if not served:

@@ -77,10 +77,6 @@ class SharedHeap:
                 hook(addr, got[0])
             os.close(got[1])
 
-    def owns(self, buf: np.ndarray) -> bool:
-        with self._lock:
-            return int(buf.ctypes.data) in self._live
-
     def segment_at(self, addr: int) -> Segment | None:
         """The segment of the buffer at ``addr`` (its start), if it is shared."""
         with self._lock:

@@ -166,7 +166,9 @@ class NixlTransport:
             known = self._peers.get(name)
             if known is None:
                 self.peer_loads += 1
-            self._peers[name] = (generation, removals if removals is not None else known[1] if known else -1)
+            if removals is None:  # a refresh within a cluster: the removals it was loaded at still hold
+                removals = known[1] if known is not None else -1
+            self._peers[name] = (generation, removals)
             return name
 
     def peer_state(self, name: str) -> tuple[int, int] | None:

@@ -54,6 +54,10 @@ def test_a_local_nodes_bytes_are_read_and_written_in_shared_memory_without_a_req
     dst, addrs = guarded_cache(remote, _desc(api, "DEVICE"))  # memory the host allocated: one list of it after
     # each allocation's reply names its memory; the guard bytes written into it are then no request
     assert calls == ["node_alloc"] * 4 + ["cm"], calls
+    batch = call_each(remote, "alloc_memory", [("HOST", 100), ("DEVICE", 5000)])  # one request, both named
+    remote.write_memory(batch[1], np.full(5000, 3, dtype=np.uint8))
+    assert calls[-1] == "node_alloc" and calls.count("node_alloc") == 5 and len(calls) == 6, calls
+    assert (remote.read_memory(batch[1] + 4990, 10) == 3).all()
     before = len(calls)
     assert (remote.read_memory(addrs[0] - GUARD_BYTES, GUARD_BYTES) == GUARD).all()
     assert [g.tolist() for g in call_each(remote, "read_memory", [(a + 1, 3) for a in addrs])] == [[GUARD] * 3] * 4
