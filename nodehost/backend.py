@@ -122,6 +122,7 @@ class HostNode(ProcessNode):
         if signatures is not None or proc.cm_class is None:  # else the same class as the process's last cluster
             proc.cm_class = proxy_class(signatures or {})
         self._cm = proc.cm_class(self)
+        self._proxy_cls = cache_proxy_class(api.Cache)  # what this node's caches are in the parent
         shared = init.get("shared")
         # the node's memory is mapped here only for a process on this host whose DEVICE memory is host memory
         if proc.host is None and isinstance(shared, dict) and shared.get("device_is_host") is True:
@@ -129,7 +130,7 @@ class HostNode(ProcessNode):
             self.shared.update(shared.get("segments") or [])
 
     def owns(self, cache: Any) -> bool:
-        return type(cache) is cache_proxy_class(self.api.Cache) and getattr(cache, "_nh_owner", None) == self.cluster_id
+        return type(cache) is self._proxy_cls and getattr(cache, "_nh_owner", None) == self.cluster_id
 
     @property
     def cache_manager(self) -> CacheManagerProxy:
