@@ -11,9 +11,6 @@ a self-test compares the two), as procedures are to the ``procedure`` enum.
 
 from __future__ import annotations
 
-import math
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -21,42 +18,24 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from ... import strategies, violations
-from ...judging import effect_problems, fail, outcome_problem
-from ...observation import Observation
+from ... import violations
 from ...spec import CacheSpec, Clause
-from ...testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
-from ..common import per_call_bound
 from . import draws
 from .bed import HistoryBed
-from .pushes import (
-    STYLES,
-    HistoryRun,
-    Plan,
-    call_for,
-    clause_envelope,
-    expect_success,
-    judge_push,
-    loop_line,
-    observed,
-    overtime,
-    still,
-)
-from .world import CacheState, LinkState, NodeState, World
+from .concurrent import push_concurrently
+from .long_runs import long_run
+from .making import Making
+from .planning import Planning, divisors, layout_of
+from .pushes import HistoryRun, Plan, call_for, judge_push, still
+from .world import CacheState, NodeState, World
 
-#: how long the threads of a concurrent step wait for each other at the start line
-BARRIER_S = 10
 #: margins around sync_kv_timeout that keep a delayed push clear of it on either side
 WITHIN, BEYOND = 0.5, 1.5
 #: the situation a configuration stream reaches by construction at its budget's edge (HistoryMachine.open)
 EDGE_DELAY = "delay_within_budget"
 #: and the timeout it reaches after it, from the node waiting least
 EDGE_TIMEOUT = "delay_exceeded"
-#: live caches from which a valid push prefers the caches there are to new ones (each check reads them all)
-MAX_LIVE_CACHES = 8
-#: pushes of a long run's pair between two rewrites of its source (a source rewritten between pushes)
-REWRITE_EVERY = 16
 #: nodes a history with a long run has at least (its client linked to every other node: to more than one)
 LONG_RUN_NODES = 3
 
@@ -73,10 +52,6 @@ def situation(*names: str) -> Callable[[Builder], Builder]:
     return deco
 
 
-def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 class HistoryMachine(RuleBasedStateMachine):
     """One history per instance; :func:`machine_for` binds it to a stream's :class:`HistoryRun`."""
 
@@ -89,7 +64,8 @@ class HistoryMachine(RuleBasedStateMachine):
         self.h.run.counters.histories += 1
         self.steps = 0
         self.can_unregister = False
-        self.fills = 0
+        self.making = Making(self.h, self.bed, self.world)
+        self.planning = Planning(self.h, self.world, self.making)
         #: the situations a push is drawn in, and the (clause, rule) pairs a broken push is drawn from
         self.situations = [n for n in SITUATIONS if n in self.h.situations]
         self.broken = {f"{c.id}: {r}": (c, r) for c, r in self.h.invalid}
@@ -110,172 +86,6 @@ class HistoryMachine(RuleBasedStateMachine):
         self.bed.rec.comment(f"step {self.steps}: {what}")
         return self.label(what)
 
-    def live_bytes(self) -> int:
-        return sum(c.info.nbytes * c.num_tensors for c in self.world.live())
-
-    def room_for(self, desc: CacheSpec) -> bool:
-        budget = self.h.stream.bytes
-        size = self.h.dom.itemsize.get(desc.data_type, 1) * math.prod(desc.shape) * desc.num_tensors
-        return budget is None or self.live_bytes() + size <= budget
-
-    def make(self, data: Any, node: NodeState, desc: CacheSpec, *, accessible: bool | None = None,
-             layers_of: int = 0, registered: bool | None = None) -> CacheState | None:
-        """A new cache on ``node``: allocated, or registered raw memory at uneven offsets (open to remote access
-        or not, unless ``accessible`` says), filled with drawn contents."""
-        h, bed = self.h, self.bed
-        if not self.room_for(desc) or not node.alive:
-            return None
-        name = bed.new_name()
-        register = h.dom.can_register and (registered if registered is not None
-                                            else data.draw(st.booleans(), label=f"{name} registered"))
-        if register:
-            gaps, order = draws.registration(data.draw, h.hist, desc.num_tensors)
-            if accessible is None:
-                accessible = data.draw(st.sampled_from([True, True, True, False]), label=f"{name} remote_accessible")
-            info = bed.register_at(name, node, desc, gaps, order, accessible)
-        else:
-            accessible = True
-            allocated = bed.allocate(name, node, desc)
-            if allocated is None:
-                return None
-            info = allocated
-        code, shift = draws.content_code(data.draw, h.run.spec, desc, info.nbytes, self.filled())
-        bed.fill_with(info, code)
-        cache = CacheState(info, node.index, self.world.tick(), register, accessible,
-                           int(getattr(info.cache, "cache_id", 0)), layers_of, shift)
-        self.world.caches.append(cache)
-        return cache
-
-    def filled(self) -> int:
-        """How many caches this history has filled, this one included (each fill's bytes differ from all others)."""
-        self.fills += 1
-        return self.fills
-
-    def rewrite(self, data: Any, cache: CacheState) -> None:
-        """New contents for ``cache`` (a source rewritten between pushes): its special patterns shifted, so that
-        every batch entry of every tensor changes."""
-        info = cache.info
-        desc = CacheSpec(cache.num_tensors, tuple(info.shape), info.data_type, info.placement)
-        code, cache.shift = draws.content_code(data.draw, self.h.run.spec, desc, info.nbytes, self.filled(),
-                                               after=cache.shift)
-        self.bed.fill_with(info, code)
-
-    def make_pair(self, data: Any, client: NodeState, server: NodeState, desc: CacheSpec, tnpl: int, *,
-                  registered: bool | None = None) -> tuple[CacheState, CacheState] | None:
-        """A source of ``desc`` on ``client`` and a destination made for it on ``server``."""
-        h = self.h
-        src = self.make(data, client, desc, accessible=True, layers_of=tnpl, registered=registered)
-        if src is None:
-            return None
-        dst = self.make(data, server, draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream), accessible=True,
-                        layers_of=tnpl, registered=registered)
-        return (src, dst) if dst is not None else None
-
-    def link(self, client: NodeState, server: NodeState) -> None:
-        self.bed.link_nodes(client, server)
-        self.world.links[(client.index, server.index)] = LinkState(self.world.tick())
-        self.world.ever_linked.add((client.index, server.index))
-
-    def unlink(self, client: NodeState, server: NodeState) -> None:
-        self.bed.unlink_nodes(client, server)
-        del self.world.links[(client.index, server.index)]
-
-    def tnpls(self, src: CacheState, dst: CacheState) -> list[int]:
-        """tensor_num_per_layer values a valid push from ``src`` into ``dst`` may take (none: not a pair)."""
-        a, b = src.info, dst.info
-        if (a.data_type != b.data_type or a.stride != b.stride or (a.placement, b.placement) not in self.h.dom.transfers
-                or not dst.remote_accessible):
-            return []
-        options = divisors(a.num_tensors) if self.h.has_tnpl else [self.h.run.default_tnpl]
-        return [t for t in options if a.num_tensors % t == 0 and b.num_tensors % t == 0]
-
-    def args(self, data: Any, src: CacheState, dst: CacheState, tnpls: list[int], *,
-             min_layers: int = 1) -> tuple[int, tuple[int, int] | None] | None:
-        """tensor_num_per_layer and the layer range (the same on both sides, as documented; the default only
-        where both caches have as many layers) of a valid push, with at least ``min_layers`` layers; a real
-        model's cache is pushed by its own layers (K and V)."""
-        options = [t for t in tnpls if min(src.num_tensors, dst.num_tensors) // t >= min_layers]
-        if self.h.stream.layouts == "models" and src.layers_of in options:
-            options = [src.layers_of]
-        if not options:
-            return None
-        tnpl = data.draw(st.sampled_from(options), label="tensor_num_per_layer")
-        ls, ld = src.num_tensors // tnpl, dst.num_tensors // tnpl
-        if ls == ld and (self.h.stream.layouts == "models" or data.draw(st.booleans(), label="default ranges")):
-            return tnpl, None  # a real model's entry is pushed whole: every layer
-        top = min(ls, ld)
-        start = data.draw(st.integers(0, top - min_layers), label="range start")
-        return tnpl, (start, data.draw(st.integers(start + min_layers, top), label="range stop"))
-
-    def plan(self, data: Any, client: NodeState, server: NodeState, src: CacheState, dst: CacheState, *,
-             cache_id: int | None = None, min_layers: int = 1) -> Plan | None:
-        tnpls = self.tnpls(src, dst)
-        got = self.args(data, src, dst, tnpls, min_layers=min_layers) if tnpls else None
-        if got is None:
-            return None
-        tnpl, rng = got
-        style = data.draw(st.sampled_from(STYLES), label="calling form")
-        return Plan(client, server, src, dst, dst.cache_id if cache_id is None else cache_id, tnpl, rng, rng,
-                    data.draw(st.integers(0, src.batch - 1), label="src_batch_index"),
-                    data.draw(st.integers(0, dst.batch - 1), label="dst batch_index"), style)
-
-    def pairs(self, links: list[tuple[int, int]], *, freed_src: bool = False,
-              freed_dst: bool = False) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
-        """(link, source, destination) a push could go over; freed caches where asked."""
-        w = self.world
-        out = []
-        for link in links:
-            client, server = w.nodes[link[0]], w.nodes[link[1]]
-            srcs = ([c for c in w.freed(client.index) if c.remote_accessible] if freed_src
-                    else list(w.sources(client.index)))
-            dsts = w.freed(server.index) if freed_dst else w.live(server.index)
-            out += [(link, s, d) for s in srcs for d in dsts if self.tnpls(s, d)]
-        return out
-
-    def valid_plan(self, data: Any, *, min_layers: int = 1, link: tuple[int, int] | None = None,
-                   same_tensors: bool = False) -> Plan | None:
-        """A push valid in every respect over a usable link: between existing caches, or into a destination made
-        for an existing source, or from a new source into a new destination; a link that does not see the
-        destination yet is made again first (the documentation asks for memory before the link).
-        ``same_tensors``: source and destination hold as many tensors (what a generate rule starts from)."""
-        w, h = self.world, self.h
-        links = [link] if link is not None else w.usable_links()
-        links = [p for p in links if p in w.links and w.nodes[p[0]].alive and w.nodes[p[1]].alive]
-        if not links:
-            return None
-        found = [f for f in self.pairs(links) if not same_tensors or f[1].num_tensors == f[2].num_tensors]
-        sources = [(p, s) for p in links for s in w.sources(p[0])]
-        crowded = len(w.live()) >= MAX_LIVE_CACHES and found
-        ways = ((["existing"] * 3 if found else []) + (["new destination"] if sources and not crowded else [])
-                + (["new source"] if not crowded else []))
-        way = data.draw(st.sampled_from(ways), label="push between")
-        if way != "existing":
-            if way == "new source":
-                p = data.draw(st.sampled_from(links), label="link")
-                desc, hint = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
-                made = self.make(data, w.nodes[p[0]], desc, accessible=True, layers_of=hint)
-                if made is None:
-                    return None
-                src = made
-            else:
-                p, src = data.draw(st.sampled_from(sources), label="source")
-            tnpl = data.draw(st.sampled_from(divisors(src.num_tensors) if h.has_tnpl else [h.run.default_tnpl]),
-                             label="layers of")
-            dst = self.make(data, w.nodes[p[1]], draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream,
-                                                                   same_tensors=same_tensors), accessible=True,
-                            layers_of=src.layers_of)
-            if dst is None:
-                return None
-            found = [(p, src, dst)] if self.tnpls(src, dst) else []
-        if not found:
-            return None
-        p, src, dst = data.draw(st.sampled_from(found), label="push")
-        client, server = w.nodes[p[0]], w.nodes[p[1]]
-        if w.visibility(p, dst) != "valid":
-            self.unlink(client, server)
-            self.link(client, server)
-        return self.plan(data, client, server, src, dst, min_layers=min_layers)
-
     def push_valid(self, plan: Plan, label: str) -> None:
         judge_push(self.h, self.bed, self.world, plan, self.h.situations["valid"], None, label)
 
@@ -285,13 +95,13 @@ class HistoryMachine(RuleBasedStateMachine):
             return
         w = self.world
         if link in w.links and w.nodes[link[0]].alive and w.nodes[link[1]].alive:
-            plan = self.valid_plan(data, link=link)
+            plan = self.planning.valid_plan(data, link=link)
             if plan is not None:
                 self.push_valid(plan, f"{label}, then a valid push over the same link")
         others = [p for p in w.usable_links() if p != link]
         if others:
             other = data.draw(st.sampled_from(others), label="another link")
-            plan = self.valid_plan(data, link=other)
+            plan = self.planning.valid_plan(data, link=other)
             if plan is not None:
                 self.push_valid(plan, f"{label}, then a valid push over another link")
 
@@ -339,78 +149,25 @@ class HistoryMachine(RuleBasedStateMachine):
             firsts = [(*draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes), None)]
             if h.long_run:  # a pair of every DataType of the domain, each batch entry holding its special patterns
                 firsts += [(*draws.tour_desc(data.draw, h.run.spec, h.dom, t), True) for t in h.dom.data_types]
-        pairs = [self.make_pair(data, client, server, desc, tnpl, registered=reg) for desc, tnpl, reg in firsts]
-        self.link(client, server)
+        pairs = [self.making.make_pair(data, client, server, desc, tnpl, registered=reg) for desc, tnpl, reg in firsts]
+        self.making.link(client, server)
         if h.long_run:  # the long run's link is the oldest of several from its client
             for other in w.nodes[2:]:
-                self.link(client, other)
+                self.making.link(client, other)
         still(h, self.bed, label)
         if edge_delay:
             _delayed(self, data, EDGE_DELAY, edge=(client.index, server.index))
             if self.can(EDGE_TIMEOUT):
-                self.link(server, client)
+                self.making.link(server, client)
                 _delayed(self, data, EDGE_TIMEOUT, edge=(server.index, client.index))
         if not self.can("valid") or not (h.long_run or edges):
             return
-        plans = [p for p in (self.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
+        plans = [p for p in (self.planning.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
         if h.long_run:
-            self.long_run(data, plans, h.long_run, label)
+            long_run(self, data, plans, h.long_run, label)
             return
         for i, plan in enumerate(plans):
             self.push_valid(plan, f"{label}, a model at the domain's edges, {i + 1} of {len(plans)}")
-
-    def long_run(self, data: Any, plans: list[Plan], count: int, label: str) -> None:
-        """``count`` valid pushes over one link, each judged: over each pair of ``plans`` in turn (the first drawn,
-        then one of every DataType), a pair's in runs of :data:`REWRITE_EVERY` with its source rewritten between
-        them (every batch entry changed); after the first run, keys naming ids the server never had
-        (:func:`.draws.unknown_ids`), judged by the clause of ``unknown_cache``."""
-        for k, plan in enumerate(plans):
-            todo, runs = count // len(plans) + (k < count % len(plans)), 0
-            while todo > 0:
-                if runs:
-                    self.bed.rec.comment(f"{plan.src.name} rewritten between pushes")
-                    self.rewrite(data, plan.src)
-                n = min(REWRITE_EVERY, todo)
-                self.pushes_in_a_row(plan, n, f"{label}, long run over pair {k + 1} of {len(plans)}, run {runs + 1}")
-                todo, runs = todo - n, runs + 1
-                if k == 0 and runs == 1:
-                    self.unknown_keys(plan, label)
-
-    def pushes_in_a_row(self, plan: Plan, count: int, label: str) -> None:
-        """``count`` pushes of ``plan``, each judged, the batch entries stepping so that every push changes the
-        destination; the script says them as one loop.  Each push is judged on its destination (exactly, and its
-        guard bands); every other byte on every node, the source included, once the run ends: a stray write
-        persists until then, since nothing else writes (a push that changed its source also makes the next push
-        land wrong bytes), and reading every cache of every node after each of a thousand pushes would cost the
-        run more than all its pushes."""
-        rec = self.bed.rec
-        start = len(rec.lines)
-        src_b, dst_b = plan.src.batch, plan.dst.batch if plan.dst is not None else 1
-        done = 0
-        self.bed.focus = frozenset([plan.dst.name] if plan.dst is not None else [])
-        try:
-            for i in range(count):
-                mark = len(rec.lines)
-                self.push_valid(replace(plan, src_batch=i % src_b, dst_batch=(i + 1) % dst_b),
-                                f"{label}, push {i + 1} of {count}")
-                del rec.lines[mark:]
-                done += 1
-        finally:
-            self.bed.focus = None
-            if done:
-                rec.lines[start:start] = loop_line(self.h, self.bed, plan, done, (src_b, dst_b))
-        still(self.h, self.bed, f"{label}, after its {count} pushes")
-
-    def unknown_keys(self, plan: Plan, label: str) -> None:
-        """Pushes over ``plan``'s link whose keys name ids its server never had, each judged by the clause of
-        ``unknown_cache``: ids agreeing with the destination's in their low bits at every common field width, and
-        the domain's ends."""
-        if "unknown_cache" not in self.h.situations or plan.dst is None:
-            return
-        used = self.world.ids_on(plan.server.index)
-        for cache_id in draws.unknown_ids(self.h.hist.cache_id, plan.dst.cache_id, used):
-            judge_push(self.h, self.bed, self.world, replace(plan, dst=None, cache_id=cache_id),
-                       self.h.situations["unknown_cache"], None, f"{label}, long run: unknown_cache")
 
     @precondition(lambda self: bool(self.world.unlinked_pairs() or self.world.usable_links()))
     @rule(data=st.data())
@@ -422,7 +179,7 @@ class HistoryMachine(RuleBasedStateMachine):
         op = data.draw(st.sampled_from(ops), label="topology")
         a, b = data.draw(st.sampled_from(w.unlinked_pairs() if op == "link" else w.usable_links()), label=op)
         label = self.step(f"{op} {w.nodes[a].name} -> {w.nodes[b].name}")
-        (self.link if op == "link" else self.unlink)(w.nodes[a], w.nodes[b])
+        (self.making.link if op == "link" else self.making.unlink)(w.nodes[a], w.nodes[b])
         still(self.h, self.bed, label)
         self.then_push(data)
 
@@ -457,7 +214,7 @@ class HistoryMachine(RuleBasedStateMachine):
         elif op == "free again":
             self.bed.deallocate_again(cache.name, cache.info.cache, cache.info.node_name)
         else:
-            self.rewrite(data, cache)
+            self.making.rewrite(data, cache)
         still(self.h, self.bed, label)
         self.then_push(data)
 
@@ -473,7 +230,7 @@ class HistoryMachine(RuleBasedStateMachine):
             hint = like.layers_of
         else:
             desc, hint = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
-        self.make(data, node, desc, layers_of=hint)
+        self.making.make(data, node, desc, layers_of=hint)
         still(h, self.bed, label)
 
     def then_push(self, data: Any) -> None:
@@ -489,7 +246,7 @@ class HistoryMachine(RuleBasedStateMachine):
         name = data.draw(st.sampled_from(self.situations), label="situation")
         self.bed.rec.comment(f"push: {name}")
         if not SITUATIONS[name](self, data) and self.can("valid"):
-            plan = self.valid_plan(data)  # that situation cannot arise now: a valid push instead
+            plan = self.planning.valid_plan(data)  # that situation cannot arise now: a valid push instead
             if plan is not None:
                 self.push_valid(plan, self.label(f"valid, in place of {name}"))
 
@@ -510,119 +267,34 @@ class HistoryMachine(RuleBasedStateMachine):
         h = self.h
         label = self.label(f"broken by {rule_name} ({clause.id})")
         self.bed.rec.comment(f"push broken by {rule_name} ({clause.id})")
-        plan = self.valid_plan(data, same_tensors=True)  # a generate rule breaks a layout of equal tensor counts
+        plan = self.planning.valid_plan(data, same_tensors=True)  # a generate rule breaks a layout of equal tensor counts
         if plan is None or plan.src.num_tensors < violations.RULES[rule_name].min_tensors or plan.dst is None:
             return
         gen = clause.generate
         sides = violations.applicable_sides(rule_name, list(gen.sides) if gen and gen.sides else None)
         side = data.draw(st.sampled_from(sides), label="side")
-        base = self.layout_of(plan)
+        base = layout_of(plan)
         broken = violations.RULES[rule_name].apply(data.draw, base, side)
         src, dst = plan.src, plan.dst
         if broken.src != base.src:
-            made = self.make(data, plan.client, broken.src.desc().with_(register=None), accessible=True)
+            made = self.making.make(data, plan.client, broken.src.desc().with_(register=None), accessible=True)
             if made is None:
                 return
             src = made
         if broken.dst != base.dst:
-            made = self.make(data, plan.server, broken.dst.desc().with_(register=None), accessible=True)
+            made = self.making.make(data, plan.server, broken.dst.desc().with_(register=None), accessible=True)
             if made is None:
                 return
             dst = made
         if self.world.visibility(plan.link, dst) != "valid":
-            self.unlink(plan.client, plan.server)
-            self.link(plan.client, plan.server)
+            self.making.unlink(plan.client, plan.server)
+            self.making.link(plan.client, plan.server)
         bad = replace(plan, src=src, dst=dst, cache_id=dst.cache_id, tnpl=broken.tnpl, src_range=broken.src_range,
                       dst_range=broken.dst_range, src_batch=broken.src_batch_index, dst_batch=broken.dst_batch_index,
                       size=broken.size, style="keywords", notes=broken.notes)
         judge_push(h, self.bed, self.world, bad, clause, clause.expect, label)
         self.recover(data, plan.link, label)
 
-    def layout_of(self, plan: Plan) -> strategies.Layout:
-        def side(c: CacheState) -> strategies.Side:
-            return strategies.Side(c.num_tensors, tuple(c.info.shape), c.info.data_type, c.info.placement, False)
-
-        assert plan.dst is not None
-        return strategies.Layout(side(plan.src), side(plan.dst), plan.tnpl, plan.src_batch, plan.dst_batch,
-                                 plan.src_range, plan.dst_range)
-
-    def push_concurrently(self, data: Any) -> bool:
-        """Pushes from several threads at once into distinct destinations, each judged as if it were alone."""
-        h, w, bed = self.h, self.world, self.bed
-        found = [(p, s, d) for p, s, d in self.pairs(w.usable_links()) if w.visibility(p, d) == "valid"]
-        dsts = list({d.name: d for _, _, d in found}.values())
-        if len(dsts) < 2:
-            return False
-        label = self.label("concurrent")
-        chosen = data.draw(st.lists(st.sampled_from(dsts), min_size=2, max_size=min(4, len(dsts)),
-                                    unique_by=lambda d: d.name), label="destinations")
-        plans = []
-        for dst in chosen:
-            # no source is another push's destination: the threads would race on it
-            options = [(p, s) for p, s, d in found if d is dst and s not in chosen]
-            if not options:
-                continue
-            p, src = data.draw(st.sampled_from(options), label="source")
-            plan = self.plan(data, w.nodes[p[0]], w.nodes[p[1]], src, dst)
-            if plan is not None:
-                plans.append(replace(plan, style="keywords"))
-        if len(plans) < 2:
-            return False
-        calls = [call_for(h, bed, plan) for plan in plans]
-        for plan, call in zip(plans, calls, strict=True):
-            bed.local, bed.remote, bed.src, bed.dst = None, None, plan.src.info, plan.dst.info if plan.dst else None
-            expect_success(bed, call, plan.dst)
-        fns = [bed.nodes[plan.client.name].cache_manager.push_cache for plan in plans]
-        results: list[Any] = [None] * len(plans)
-        seconds = [0.0] * len(plans)
-        barrier = threading.Barrier(len(plans))
-
-        def run(i: int) -> None:
-            args, kwargs = calls[i].build()
-            barrier.wait(timeout=BARRIER_S)
-            start = time.monotonic()
-            try:
-                fns[i](*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - the outcome under test
-                results[i] = exc
-            seconds[i] = time.monotonic() - start
-
-        bed.rec.comment(f"{len(plans)} threads at once (the script makes them in turn):")
-        for plan, call in zip(plans, calls, strict=True):
-            bed.rec.lines.append(f"local = {plan.client.name}")
-            bed.rec.lines.append(call.code)
-        workers = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(plans))]
-        for t in workers:
-            t.start()
-        for t in workers:
-            t.join(per_call_bound(h.run))
-        clause = h.situations["concurrent"]
-        if any(t.is_alive() for t in workers):
-            fail(clause.id, label, calls[0], "concurrent pushes did not return (hang)")
-        h.run.counters.push_calls += len(plans)
-        h.run.counters.history_pushes += len(plans)
-        for plan in plans:
-            w.pushed_over(plan.link)
-        reads = []
-        for i, plan in enumerate(plans):
-            assert plan.dst is not None
-            bed.local, bed.remote = bed.nodes[plan.client.name], bed.nodes[plan.server.name]
-            bed.src, bed.dst = plan.src.info, plan.dst.info
-            others = tuple(p.dst.name for p in plans if p.dst is not None and p.dst is not plan.dst)
-            outcome = Outcome(results[i], seconds[i])
-            expectation = overtime(h, plan, outcome, clause_envelope(clause))
-            obs = Observation(bed, calls[i], outcome)
-            problem = outcome_problem(expectation, obs)
-            if problem:
-                fail(clause.id, f"{label}, thread {i}", calls[i], problem)
-            problems = [p for p in effect_problems(expectation, obs) if not any(p.startswith(f"{o} ") for o in others)]
-            if problems:
-                fail(clause.id, f"{label}, thread {i}", calls[i], "wrong after concurrent pushes", problems)
-            reads.append(obs)
-        for obs in reads:
-            observed(bed, obs)
-        bed.rec.verdict = []
-        return True
 
 
 # ---- the situations: a push valid in every respect but one ---------------------------------------------------
@@ -630,7 +302,7 @@ class HistoryMachine(RuleBasedStateMachine):
 
 @situation("valid")
 def _valid(m: HistoryMachine, data: Any) -> bool:
-    plan = m.valid_plan(data)
+    plan = m.planning.valid_plan(data)
     if plan is None:
         return False
     times = data.draw(st.integers(m.h.hist.repeat.min, m.h.hist.repeat.max), label="times")
@@ -649,11 +321,11 @@ def _late(m: HistoryMachine, data: Any) -> bool:
         return False
     p, src = data.draw(st.sampled_from(sources), label="source")
     tnpl = data.draw(st.sampled_from(divisors(src.num_tensors)), label="layers of")
-    dst = m.make(data, w.nodes[p[1]], draws.mirror_desc(data.draw, src, tnpl, m.h.dom, m.h.stream))
+    dst = m.making.make(data, w.nodes[p[1]], draws.mirror_desc(data.draw, src, tnpl, m.h.dom, m.h.stream))
     if dst is None:
         return False
     name = w.visibility(p, dst)
-    plan = m.plan(data, w.nodes[p[0]], w.nodes[p[1]], src, dst)
+    plan = m.planning.plan(data, w.nodes[p[0]], w.nodes[p[1]], src, dst)
     return name in m.h.situations and m.judged(data, plan, name)
 
 
@@ -666,11 +338,11 @@ def _relinkable(m: HistoryMachine) -> list[tuple[int, int]]:
 
 
 def _unlinked_push(m: HistoryMachine, data: Any, name: str, pairs: list[tuple[int, int]]) -> bool:
-    found = m.pairs(pairs)
+    found = m.planning.pairs(pairs)
     if not found:
         return False
     p, src, dst = data.draw(st.sampled_from(found), label="push")
-    return m.judged(data, m.plan(data, m.world.nodes[p[0]], m.world.nodes[p[1]], src, dst), name)
+    return m.judged(data, m.planning.plan(data, m.world.nodes[p[0]], m.world.nodes[p[1]], src, dst), name)
 
 
 @situation("never_linked")
@@ -687,7 +359,7 @@ def _unlinked(m: HistoryMachine, data: Any) -> bool:
 def _unknown(m: HistoryMachine, data: Any) -> bool:
     """A key naming a cache id the server never had, over its whole domain (ids that agree with the server's in
     their low bits included)."""
-    plan = m.valid_plan(data)
+    plan = m.planning.valid_plan(data)
     if plan is None:
         return False
     used = m.world.ids_on(plan.server.index)
@@ -700,12 +372,12 @@ def _freed_plan(m: HistoryMachine, data: Any, which: str) -> Plan | None:
     """A push from (``which`` = "src") or into ("dst") a freed cache: between caches freed earlier, or a valid
     push whose cache is freed now (a cache freed between two pushes)."""
     w = m.world
-    found = m.pairs(w.usable_links(), freed_src=which == "src", freed_dst=which == "dst")
+    found = m.planning.pairs(w.usable_links(), freed_src=which == "src", freed_dst=which == "dst")
     found = [f for f in found if w.visibility(f[0], f[2]) == "valid" or which == "dst"]
     if found and data.draw(st.booleans(), label=f"a {which} freed earlier"):
         p, src, dst = data.draw(st.sampled_from(found), label="push")
-        return m.plan(data, w.nodes[p[0]], w.nodes[p[1]], src, dst)
-    plan = m.valid_plan(data)
+        return m.planning.plan(data, w.nodes[p[0]], w.nodes[p[1]], src, dst)
+    plan = m.planning.valid_plan(data)
     if plan is None or plan.dst is None:
         return None
     m.push_valid(plan, m.label(f"valid, before its {which} is freed"))
@@ -733,16 +405,16 @@ def _inaccessible(m: HistoryMachine, data: Any) -> bool:
     """Into a cache its node registered as not open to remote access."""
     if not m.h.dom.can_register:
         return False
-    plan = m.valid_plan(data)
+    plan = m.planning.valid_plan(data)
     if plan is None or plan.dst is None:
         return False
     desc = CacheSpec(plan.dst.num_tensors, tuple(plan.dst.info.shape), plan.dst.info.data_type,
                      plan.dst.info.placement, register=True)
-    private = m.make(data, plan.server, desc, accessible=False, registered=True)
+    private = m.making.make(data, plan.server, desc, accessible=False, registered=True)
     if private is None:
         return False
-    m.unlink(plan.client, plan.server)  # made before the link, as the documentation asks: no other situation
-    m.link(plan.client, plan.server)
+    m.making.unlink(plan.client, plan.server)  # made before the link, as the documentation asks: no other situation
+    m.making.link(plan.client, plan.server)
     return m.judged(data, replace(plan, dst=private, cache_id=private.cache_id), "inaccessible_destination")
 
 
@@ -765,7 +437,7 @@ def _delayed(m: HistoryMachine, data: Any, name: str, edge: tuple[int, int] | No
         link = edge
     elif name != "delay_within_budget" or data.draw(st.booleans(), label="any link"):
         link = data.draw(st.sampled_from(links), label="delayed link")
-    plan = m.valid_plan(data, min_layers=need, link=link)
+    plan = m.planning.valid_plan(data, min_layers=need, link=link)
     if plan is None:
         return False
     t, layers, left = plan.client.timeout_ms, plan.layers, _wait_left(m) // (2 if edge is not None else 1)
@@ -827,7 +499,7 @@ def _delay_over_layers(m: HistoryMachine, data: Any) -> bool:
 
 @situation("dropped_link")
 def _dropped(m: HistoryMachine, data: Any) -> bool:
-    plan = m.valid_plan(data)
+    plan = m.planning.valid_plan(data)
     if plan is None:
         return False
     t = plan.client.timeout_ms
@@ -844,7 +516,7 @@ def _dead_peer(m: HistoryMachine, data: Any) -> bool:
     w = m.world
     if len(w.alive()) < 3:
         return False
-    plan = m.valid_plan(data)
+    plan = m.planning.valid_plan(data)
     if plan is None:
         return False
     m.bed.inject_fault(plan.server, {"kind": "kill_node"})
@@ -854,7 +526,7 @@ def _dead_peer(m: HistoryMachine, data: Any) -> bool:
 
 @situation("concurrent")
 def _concurrent(m: HistoryMachine, data: Any) -> bool:
-    return m.push_concurrently(data)
+    return push_concurrently(m, data)
 
 
 def machine_for(h: HistoryRun) -> type[HistoryMachine]:
