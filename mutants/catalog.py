@@ -926,29 +926,82 @@ class stale_source_bytes(CacheManager):
         return out
 
 
-@mutant("leaves a link broken after a transfer timeout: every later push over it raises LLM_NOT_YET_LINK until "
-        "the link is made again", ("push_cache.history.valid_pushes",), by="histories",
-        focus=(HISTORY, "push_cache.timeout.exceeded", "push_cache.timeout.dropped_link",
-               "push_cache.timeout.dead_peer", "push_cache.timeout.within_budget",
-               "push_cache.config.sync_kv_timeout.unit_ms"))
-class link_broken_after_timeout(CacheManager):
+# ---------------------------------------------------------------- a link after a timeout, a refusal, a fault (issue 31)
+# Each leaves a link broken by what happened over it before; the clause of what came before judges the next push
+# (a clause test makes that history by construction: its case's ``first`` push), and the histories judge the first
+# valid push over a link after each timeout, fault or refusal by the same clause.
+
+class _Poisoning(CacheManager):
+    """A cache manager that fails every push over a link it has poisoned, until the link is made again (a new
+    link is a new object)."""
+
+    poison_status = LLMStatusCode.LLM_FAILED
+
     def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        self.broken: list[Any] = []
+        self.poisoned: list[Any] = []
+
+    def poison(self, link: Any) -> None:
+        if not any(p is link for p in self.poisoned):
+            self.poisoned.append(link)
+
+    def _resolve_link(self, a):  # type: ignore[no-untyped-def]
+        link = super()._resolve_link(a)
+        if any(p is link for p in self.poisoned):
+            raise self._native_error(a, self.poison_status, "the link failed earlier")
+        return link
+
+
+class _TimeoutPoisoning(_Poisoning):
+    """Poisons a link when a transfer over it times out."""
 
     def _await_transfer(self, a, link, seconds):  # type: ignore[no-untyped-def]
         try:
             super()._await_transfer(a, link, seconds)
         except LLMException as exc:
             if exc.status_code == LLMStatusCode.LLM_TIMEOUT:
-                self.broken.append(link)
+                self.poison(link)
             raise
 
-    def _resolve_link(self, a):  # type: ignore[no-untyped-def]
-        link = super()._resolve_link(a)
-        if any(b is link for b in self.broken):
-            raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "the link failed after a timeout")
-        return link
+
+@mutant("leaves a link broken after a transfer timeout: every later push over it raises LLM_NOT_YET_LINK until "
+        "the link is made again", ("push_cache.timeout.link_recovers",))
+class link_broken_after_timeout(_TimeoutPoisoning):
+    poison_status = LLMStatusCode.LLM_NOT_YET_LINK
+
+
+@mutant("leaves a link in its error state after a transfer timeout: every later push over it raises "
+        "LLM_TIMEOUT at once, with no delay", ("push_cache.timeout.link_recovers",))
+class poisoned_after_timeout(_TimeoutPoisoning):
+    poison_status = LLMStatusCode.LLM_TIMEOUT
+
+
+@mutant("leaves a link broken after a refused push: every later push over it raises LLM_FAILED",
+        ("push_cache.remote.link_after_refusal",))
+class poisoned_after_refusal(_Poisoning):
+    def push_cache(self, dst_cache_key, src_cache, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        try:
+            super().push_cache(dst_cache_key, src_cache, *args, **kwargs)
+        except (TypeError, ValueError, LLMException) as exc:
+            link = self.engine.fabric.usable_link(self.engine, getattr(dst_cache_key, "cluster_id", -1))
+            if link is not None and not (isinstance(exc, LLMException) and exc.status_code in (
+                    LLMStatusCode.LLM_TIMEOUT, LLMStatusCode.LLM_NOT_YET_LINK)):
+                self.poison(link)   # a refusal, not a timeout: what the link is blamed for
+            raise
+
+
+@mutant("keeps a link dropped after the fault that dropped it is cleared: every later push over it times out",
+        ("push_cache.timeout.link_recovers",))
+class poisoned_after_fault(CacheManager):
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.dropped: list[Any] = []
+
+    def _transfer_seconds(self, a, link, nbytes):  # type: ignore[no-untyped-def]
+        seconds = super()._transfer_seconds(a, link, nbytes)
+        if seconds == float("inf") and not any(d is link for d in self.dropped):
+            self.dropped.append(link)
+        return float("inf") if any(d is link for d in self.dropped) else seconds
 
 
 @mutant("clamps llm.SyncKvCacheWaitTime to its default, 1000 ms", ("push_cache.timeout.within_budget",),

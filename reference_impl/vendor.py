@@ -20,7 +20,9 @@ quirks, for tests of code written against the real package.
 * llm.SyncKvCacheWaitTime bounds each layer's transfer (the native per-layer BatchTransfer timeout), so a push
   whose layers each fit returns normally however long it takes in all;
 * ``src_cache`` is looked up by its cache_id alone: a Cache of another node names the local cache that has the
-  same id (ids count from 1 on every node), and that cache is pushed.
+  same id (ids count from 1 on every node), and that cache is pushed;
+* a link whose transfer timed out fails fast (the transfer layer's circuit breaker, ADXL's link fast-fail): every
+  later push over it raises LLM_FAILED at once, until the clusters are unlinked and linked again.
 
 Shared with the reference (both model the vendor there): the link-time llm.EnableRemoteCacheAccessible check,
 the first-attempt table sync, the per-layer native checks N1-N11, no rollback, the status codes.
@@ -33,7 +35,7 @@ drop-in for code that imports the vendor package's names.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -62,6 +64,26 @@ class VendorPushMixin(PushCacheMixin):
     push_check_order = ("_check_push_enabled",) + ARGUMENT_CHECKS
     #: llm.SyncKvCacheWaitTime bounds each layer's transfer, not the whole push (facts §1.3 N12, §5)
     sync_timeout_scope = "layer"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: links a transfer timed out on: they fail fast until made again (a new link is a new object)
+        self.fast_failing: list[Any] = []
+
+    def _resolve_link(self, a: PushArgs) -> Any:
+        link = super()._resolve_link(a)
+        if any(f is link for f in self.fast_failing):
+            raise self._native_error(a, LLMStatusCode.LLM_FAILED, "the link failed fast after a transfer timeout "
+                                     "(unlink and link the clusters again)")
+        return link
+
+    def _transfer_layer(self, a: PushArgs, link: Any, remote: Any, pairs: Any) -> None:
+        try:
+            super()._transfer_layer(a, link, remote, pairs)
+        except LLMException as exc:
+            if exc.status_code == LLMStatusCode.LLM_TIMEOUT and not any(f is link for f in self.fast_failing):
+                self.fast_failing.append(link)
+            raise
 
     def _resolve_local_cache(self, a: PushArgs) -> CacheEntry:
         """The native layer gets ``src_cache.cache_id`` alone and looks it up in this node's table (facts §1.3

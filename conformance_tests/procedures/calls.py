@@ -3,12 +3,16 @@ it; a refusal under an injected fault must also come in time."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ..context import RunContext
+from ..errors import HarnessError
 from ..judging import fail, judge
 from ..observation import Observation
 from ..spec import Case, Clause, Raises
+from ..spec.model import Fault, FirstPush
 from ..testbed import Call, Outcome, Testbed
 from .common import opened, per_call_bound, require, sync_timeout_s
 from .registry import Item, case_items, procedure
@@ -35,6 +39,8 @@ def run_call(run: RunContext, clause: Clause, item: Item) -> None:
     with opened(run, scenario) as tb:
         for name in case.steps or clause.procedure.steps:
             STEPS[name](tb)
+        if case.first is not None:
+            refused_first(run, tb, case.first)
         tb.watch_freed()
         for fault in scenario.faults:
             tb.inject(fault)
@@ -46,6 +52,26 @@ def run_call(run: RunContext, clause: Clause, item: Item) -> None:
         if scenario.faults and outcome.exc is not None and isinstance(case.expect, Raises):
             raised_in_time(tb, call, outcome, budget, clause.id, case.name)
         judge(tb, call, outcome, case.expect, clause.id, case.name, settle_until=outcome.started + delay + SETTLE_S)
+
+
+def refused_first(run: RunContext, tb: Testbed, first: FirstPush) -> None:
+    """The case's first push (its args, under its fault), which must be refused; its fault is cleared once its
+    delay ran out, and what it wrote (a timed-out push may keep the layers it pushed) is the new "before"."""
+    faults = (first.fault,) if first.fault is not None else ()
+    for fault in faults:
+        tb.inject(fault)
+    delay = sum(f.seconds or 0.0 for f in faults)
+    call = tb.call(first.args)
+    extra = FAULT_BOUND_FACTOR * (delay + sync_timeout_s(tb.scenario)) if faults else 0.0
+    outcome = tb.push(call, bound=per_call_bound(run, extra=extra))
+    if outcome.exc is None or outcome.hung:
+        raise HarnessError("the case's first push (which must be refused)", f"{outcome.describe()}: {call.code}")
+    settle = outcome.started + delay + SETTLE_S - time.monotonic()
+    if settle > 0:
+        time.sleep(settle)  # a late write of the refused push lands before the call under test, not during it
+    for fault in faults:
+        tb.inject(Fault("clear", fault.node))
+    tb.before["dst"] = tb.read_dst()
 
 
 def raised_in_time(tb: Testbed, call: Call, outcome: Outcome, budget: float, clause_id: str, label: str) -> None:

@@ -29,6 +29,7 @@ from .model import (
     EnumTable,
     Fault,
     FieldSpec,
+    FirstPush,
     Generate,
     Generation,
     Histories,
@@ -154,6 +155,12 @@ def _fault(raw: Mapping[str, Any]) -> Fault:
                  raw.get("peer"))
 
 
+def _first(raw: Mapping[str, Any] | None) -> FirstPush | None:
+    if raw is None:
+        return None
+    return FirstPush(_args(raw.get("args")), _fault(raw["fault"]) if raw.get("fault") is not None else None)
+
+
 def _args(raw: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType({str(k): parse_value(v) for k, v in (raw or {}).items()})
 
@@ -209,7 +216,7 @@ def _clause(raw: Mapping[str, Any], baseline: Mapping[str, Any]) -> Clause:
     cases = tuple(
         Case(name=str(k["name"]), args=_args(k.get("args")), scenario=scenario_of(deep_merge(merged, k.get("scenario"))),
              expect=parse_expect(k["expect"]) if k.get("expect") is not None else expect,
-             steps=tuple(k.get("steps") or ()), note=k.get("note"))
+             steps=tuple(k.get("steps") or ()), note=k.get("note"), first=_first(k.get("first")))
         for k in raw.get("cases") or ()
     )
     gen = raw.get("generate")

@@ -153,6 +153,15 @@ class Generate:
     pairs: bool = False
 
 
+@dataclass(frozen=True)
+class FirstPush:
+    """A push a case makes before its call under test (the baseline call with ``args``, under ``fault``), which
+    must be refused: what a later push over the same link must survive."""
+
+    args: Mapping[str, ValueExpr]
+    fault: Fault | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class Case:
     """One input that triggers a clause: its arguments, its whole scenario and the outcome it expects."""
@@ -163,6 +172,7 @@ class Case:
     expect: Expectation
     steps: tuple[str, ...] = ()
     note: str | None = None
+    first: FirstPush | None = None
 
     def __repr__(self) -> str:
         return f"Case({self.name})"

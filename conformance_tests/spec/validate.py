@@ -182,6 +182,7 @@ def _semantic_problems(raw: dict[str, Any]) -> Iterator[Problem]:
             if case.get("expect") is not None:
                 yield from _check_expect(case["expect"], statuses, (*cat, "expect"))
             yield from _check_values(case.get("args") or {}, (*cat, "args"))
+            yield from _check_values((case.get("first") or {}).get("args") or {}, (*cat, "first", "args"))
             yield from _check_values((case.get("scenario") or {}).get("call") or {}, (*cat, "scenario", "call"))
         yield from _check_values((clause.get("scenario") or {}).get("call") or {}, (*at, "scenario", "call"))
     yield from _check_situations(clauses, releases, raw)

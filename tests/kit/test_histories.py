@@ -135,3 +135,22 @@ def test_a_focused_judgement_reads_its_destination_and_the_check_after_the_run_r
         tb.focus = None
         problems = Observation(tb, None, Outcome(None, 0.0)).unchanged()
         assert {p.split(" ", 1)[0] for p in problems} == {"src", "other"}, problems
+
+
+@pytest.mark.parametrize(("mutant", "clause_id"), [
+    ("poisoned_after_timeout", "push_cache.timeout.link_recovers"),
+    ("poisoned_after_refusal", "push_cache.remote.link_after_refusal"),
+])
+def test_the_push_after_a_timeout_or_a_refusal_is_judged_by_its_own_clause(quick, mutant, clause_id):
+    """A link a backend left broken by what went over it before fails the clause of what came before (issue 31),
+    not a widened envelope: the configuration stream reaches a timeout by construction, the serving stream
+    refusals after nearly every push."""
+    backend = getattr(catalog, mutant)
+    run = RunContext.for_backend(backend, f"mutants.catalog:{mutant}")
+    run.shrink_s = 0
+    clause = run.spec.clause(HISTORY)
+    stream = "configuration" if "timeout" in clause_id else "serving"
+    item = next(i for i in items_for(run, clause) if i.key == stream)
+    with pytest.raises(ClauseFailure) as info, contextlib.redirect_stdout(io.StringIO()):
+        PROCEDURES["history"].run(run, clause, replace(item, examples=3))
+    assert info.value.clause_id == clause_id, info.value

@@ -10,7 +10,9 @@ from conformance_tests.exitcodes import PARTIAL
 from tests.helpers import ROOT
 
 FAST = ["ignores_src_batch_index", "one_byte_past", "modifies_source", "accepts_step_two",
-        "swapped_check_order", "never_times_out", "writes_into_deallocated", "links_on_demand"]
+        "swapped_check_order", "never_times_out", "writes_into_deallocated", "links_on_demand",
+        # issue 31: a link left in its error state after a timeout, judged by a clause (no timeout envelope)
+        "poisoned_after_timeout"]
 
 
 def test_fast_mutants_are_killed_by_their_own_clauses(tmp_path):

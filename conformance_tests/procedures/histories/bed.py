@@ -95,6 +95,7 @@ class HistoryBed(Testbed):
                    lit(dict(fault)))
         if fault.get("kind") == "kill_node":
             self.dead.add(node.name)
+        node.faulty = fault.get("kind") in ("delay", "drop_link")
 
     # ---- caches ------------------------------------------------------------------------------------------
 

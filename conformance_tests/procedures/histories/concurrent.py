@@ -25,7 +25,9 @@ BARRIER_S = 10
 def push_concurrently(m: HistoryMachine, data: Any) -> bool:
     """Pushes from several threads at once into distinct destinations, each judged as if it were alone."""
     h, w, bed = m.h, m.world, m.bed
-    found = [(p, s, d) for p, s, d in m.planning.pairs(w.usable_links()) if w.visibility(p, d) == "valid"]
+    # over links that see their destinations and that no timeout left faulted (a vendor fails fast there)
+    found = [(p, s, d) for p, s, d in m.planning.pairs(w.usable_links())
+             if w.visibility(p, d) == "valid" and not w.links[p].faulted]
     dsts = list({d.name: d for _, _, d in found}.values())
     if len(dsts) < 2:
         return False

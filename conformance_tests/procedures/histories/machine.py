@@ -20,6 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from ... import violations
 from ...spec import CacheSpec, Clause
+from ...testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from . import draws
 from .bed import HistoryBed
@@ -27,8 +28,8 @@ from .concurrent import push_concurrently
 from .long_runs import long_run
 from .making import Making
 from .planning import Planning, divisors, layout_of
-from .pushes import HistoryRun, Plan, call_for, judge_push, still
-from .world import CacheState, NodeState, World
+from .pushes import NATURAL_MS, HistoryRun, Plan, call_for, judge_push, still
+from .world import NodeState, World
 
 #: margins around sync_kv_timeout that keep a delayed push clear of it on either side
 WITHIN, BEYOND = 0.5, 1.5
@@ -36,6 +37,9 @@ WITHIN, BEYOND = 0.5, 1.5
 EDGE_DELAY = "delay_within_budget"
 #: and the timeout it reaches after it, from the node waiting least
 EDGE_TIMEOUT = "delay_exceeded"
+#: the budget of the configuration stream's third node, which times out by construction too: a push of its
+#: drawn (small) layouts cannot take that long, so the push that follows over its link is judged strictly
+STRICT_EDGE_MS = 2 * NATURAL_MS
 #: nodes a history with a long run has at least (its client linked to every other node: to more than one)
 LONG_RUN_NODES = 3
 
@@ -63,7 +67,6 @@ class HistoryMachine(RuleBasedStateMachine):
         self.bed = HistoryBed(self.h.run, label=f"history ({self.h.stream.name})")
         self.h.run.counters.histories += 1
         self.steps = 0
-        self.can_unregister = False
         self.making = Making(self.h, self.bed, self.world)
         self.planning = Planning(self.h, self.world, self.making)
         #: the situations a push is drawn in, and the (clause, rule) pairs a broken push is drawn from
@@ -87,20 +90,33 @@ class HistoryMachine(RuleBasedStateMachine):
         return self.label(what)
 
     def push_valid(self, plan: Plan, label: str) -> None:
-        judge_push(self.h, self.bed, self.world, plan, self.h.situations["valid"], None, label)
+        """A valid push, judged by ``valid``'s clause; over a link a timeout or a fault left faulted, by
+        ``after_timeout``'s (what a link must do once the cause is gone)."""
+        state, h = self.world.links.get(plan.link), self.h
+        name = "after_timeout" if state is not None and state.faulted and "after_timeout" in h.situations else "valid"
+        judge_push(h, self.bed, self.world, plan, h.situations[name], None, f"{label} ({name})")
 
-    def recover(self, data: Any, link: tuple[int, int], label: str) -> None:
-        """After a refusal, a timeout or a fault: valid pushes land exactly, over the same link and another."""
-        if "valid" not in self.h.situations:
+    def recover(self, data: Any, link: tuple[int, int], label: str, outcome: Outcome) -> None:
+        """After a refusal, a timeout or a fault (``outcome``: the push's), valid pushes over the same link, judged
+        by the clause of what came before it (``after_timeout``, ``after_refusal``), and over another (into the
+        same server from a node whose budget no push of its reaches, where there is one)."""
+        w, h = self.world, self.h
+        if "valid" not in h.situations:
             return
-        w = self.world
-        if link in w.links and w.nodes[link[0]].alive and w.nodes[link[1]].alive:
-            plan = self.planning.valid_plan(data, link=link)
-            if plan is not None:
+        state = w.links.get(link)
+        if state is not None and w.nodes[link[0]].alive and w.nodes[link[1]].alive:
+            plan = self.planning.valid_plan(data, link=link, keep_faulted=True)
+            same = plan is not None and w.links.get(link) is state
+            if plan is not None and same and outcome.exc is not None and not state.faulted and \
+                    "after_refusal" in h.situations:
+                judge_push(h, self.bed, w, plan, h.situations["after_refusal"], None,
+                           f"{label}, then a valid push over the same link (after_refusal)")
+            elif plan is not None:
                 self.push_valid(plan, f"{label}, then a valid push over the same link")
         others = [p for p in w.usable_links() if p != link]
+        peers = [p for p in others if p[1] == link[1] and w.nodes[p[0]].timeout_ms >= 10 * NATURAL_MS]
         if others:
-            other = data.draw(st.sampled_from(others), label="another link")
+            other = data.draw(st.sampled_from(peers or others), label="another link")
             plan = self.planning.valid_plan(data, link=other)
             if plan is not None:
                 self.push_valid(plan, f"{label}, then a valid push over another link")
@@ -112,8 +128,8 @@ class HistoryMachine(RuleBasedStateMachine):
         """Push ``plan`` in situation ``name``, judged by its clause, then recover; False when there is no plan."""
         if plan is None:
             return False
-        judge_push(self.h, self.bed, self.world, plan, self.h.situations[name], None, self.label(name))
-        self.recover(data, plan.link, self.label(name))
+        outcome = judge_push(self.h, self.bed, self.world, plan, self.h.situations[name], None, self.label(name))
+        self.recover(data, plan.link, self.label(name), outcome)
         return True
 
     # ---- rules: the protocol's operations ------------------------------------------------------------
@@ -129,17 +145,19 @@ class HistoryMachine(RuleBasedStateMachine):
         # a stream that names the within-budget delay among its few situations (the configuration stream) starts
         # with one at the top of its timeout ladder (a wait of half its budget, on a node whose
         # llm.SyncKvCacheWaitTime is twice the budget), then a push beyond the domain's least timeout from the
-        # second node, followed by valid pushes over that link.  A long run's client waits twice the budget too:
+        # second node and, before it, one beyond STRICT_EDGE_MS from a third, each followed by valid pushes over
+        # its link (the third's judged with no overtime envelope: issue 31).  A long run's client waits twice the budget too:
         # over real transports a push can take a millisecond, and a run of a thousand must not time out by chance
         # (a timeout changes what the history draws next, and hypothesis could not replay it)
         edge_delay = h.stream.situations is not None and EDGE_DELAY in h.stream.situations and self.can(EDGE_DELAY)
         top = draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0]
-        first_timeouts = (top, h.hist.sync_kv_timeout_ms.min) if edge_delay else (top,) if h.long_run else ()
-        w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, LONG_RUN_NODES if h.long_run else 0,
-                                        first_timeouts), label="nodes")
+        first_timeouts = ((top, h.hist.sync_kv_timeout_ms.min, STRICT_EDGE_MS) if edge_delay else (top,)
+                          if h.long_run else ())
+        least = LONG_RUN_NODES if h.long_run else len(first_timeouts)
+        w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, least, first_timeouts), label="nodes")
         self.bed.open_nodes(w.nodes)
-        self.can_unregister = callable(getattr(self.bed.nodes[w.nodes[0].name].cache_manager, "unregister_cache",
-                                               None))
+        manager = self.bed.nodes[w.nodes[0].name].cache_manager
+        self.making.can_unregister = callable(getattr(manager, "unregister_cache", None))
         client, server = w.nodes[0], w.nodes[1]
         edges = draws.edge_models(h.hist, h.dom, h.max_bytes) if h.stream.layouts == "models" else []
         firsts: list[tuple[CacheSpec, int, bool | None]]
@@ -157,9 +175,11 @@ class HistoryMachine(RuleBasedStateMachine):
         still(h, self.bed, label)
         if edge_delay:
             _delayed(self, data, EDGE_DELAY, edge=(client.index, server.index))
-            if self.can(EDGE_TIMEOUT):
-                self.making.link(server, client)
-                _delayed(self, data, EDGE_TIMEOUT, edge=(server.index, client.index))
+            # a timeout from the node whose budget is strict first: what follows it is judged whatever it took
+            for other in ([w.nodes[2]] if len(w.nodes) > 2 else []) + [server]:
+                if self.can(EDGE_TIMEOUT):
+                    self.making.link(other, client)
+                    _delayed(self, data, EDGE_TIMEOUT, edge=(other.index, client.index))
         if not self.can("valid") or not (h.long_run or edges):
             return
         plans = [p for p in (self.planning.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
@@ -183,30 +203,21 @@ class HistoryMachine(RuleBasedStateMachine):
         still(self.h, self.bed, label)
         self.then_push(data)
 
-    def freeable(self) -> list[CacheState]:
-        return [c for c in self.world.live() if self.world.nodes[c.node].alive
-                and (not c.registered or self.can_unregister)]
-
-    def freed_again(self) -> list[CacheState]:
-        return [c for c in self.world.freed() if not c.registered and self.world.nodes[c.node].alive]
-
-    def rewritable(self) -> list[CacheState]:
-        return [c for c in self.world.live() if self.world.nodes[c.node].alive]
-
     @rule(data=st.data())
     def lifecycle(self, data: Any) -> None:
         """A cache made on any live node (drawn fresh, or shaped for a cache elsewhere so that pushes pair;
         allocated, or registered at uneven offsets), freed (deallocate_cache, unregister_cache), freed again (a
         documented no-op), or rewritten (a source rewritten between pushes)."""
-        ops = (["make"] + (["free"] if self.freeable() else []) + (["free again"] if self.freed_again() else [])
-               + (["rewrite"] if self.rewritable() else []))
+        mk = self.making
+        ops = (["make"] + (["free"] if mk.freeable() else []) + (["free again"] if mk.freed_again() else [])
+               + (["rewrite"] if mk.rewritable() else []))
         op = data.draw(st.sampled_from(ops), label="lifecycle")
         if op == "make":
             self.make_cache(data)
             self.then_push(data)
             return
-        cache = data.draw(st.sampled_from({"free": self.freeable, "free again": self.freed_again,
-                                           "rewrite": self.rewritable}[op]()), label=op)
+        cache = data.draw(st.sampled_from({"free": self.making.freeable, "free again": self.making.freed_again,
+                                           "rewrite": self.making.rewritable}[op]()), label=op)
         label = self.step(f"{op} {cache.name}")
         if op == "free":
             self.bed.free(cache.name, registered=cache.registered)
@@ -292,8 +303,8 @@ class HistoryMachine(RuleBasedStateMachine):
         bad = replace(plan, src=src, dst=dst, cache_id=dst.cache_id, tnpl=broken.tnpl, src_range=broken.src_range,
                       dst_range=broken.dst_range, src_batch=broken.src_batch_index, dst_batch=broken.dst_batch_index,
                       size=broken.size, style="keywords", notes=broken.notes)
-        judge_push(h, self.bed, self.world, bad, clause, clause.expect, label)
-        self.recover(data, plan.link, label)
+        outcome = judge_push(h, self.bed, self.world, bad, clause, clause.expect, label)
+        self.recover(data, plan.link, label, outcome)
 
 
 
@@ -382,7 +393,7 @@ def _freed_plan(m: HistoryMachine, data: Any, which: str) -> Plan | None:
         return None
     m.push_valid(plan, m.label(f"valid, before its {which} is freed"))
     cache = plan.src if which == "src" else plan.dst
-    if cache.registered and not m.can_unregister:
+    if cache.registered and not m.making.can_unregister:
         return None
     m.bed.free(cache.name, registered=cache.registered)
     cache.freed = True
@@ -478,7 +489,7 @@ def _faulted(m: HistoryMachine, data: Any, plan: Plan, name: str, *, wait_s: flo
                        m.label(name))
     if clear is not None:
         m.bed.inject_fault(clear, {"kind": "clear"})
-    m.recover(data, plan.link, m.label(name))
+    m.recover(data, plan.link, m.label(name), outcome)
     return True
 
 
@@ -522,6 +533,18 @@ def _dead_peer(m: HistoryMachine, data: Any) -> bool:
     m.bed.inject_fault(plan.server, {"kind": "kill_node"})
     plan.server.alive = False
     return _faulted(m, data, plan, "dead_peer", wait_s=plan.client.timeout_ms * plan.layers / 1000, clear=None)
+
+
+@situation("after_timeout")
+def _after_timeout(m: HistoryMachine, data: Any) -> bool:
+    """A push that times out (judged by delay_exceeded's clause), then valid pushes over its link (recover)."""
+    return m.can("delay_exceeded") and _delayed(m, data, "delay_exceeded")
+
+
+@situation("after_refusal")
+def _after_refusal(m: HistoryMachine, data: Any) -> bool:
+    """A push refused for a key naming no cache (unknown_cache's clause), then valid pushes over its link."""
+    return m.can("unknown_cache") and _unknown(m, data)
 
 
 @situation("concurrent")

@@ -21,6 +21,7 @@ class Making:
     def __init__(self, h: HistoryRun, bed: HistoryBed, world: World) -> None:
         self.h, self.bed, self.world = h, bed, world
         self.fills = 0
+        self.can_unregister = False  # whether the backend's cache manager has unregister_cache (known once open)
 
     def live_bytes(self) -> int:
         return sum(c.info.nbytes * c.num_tensors for c in self.world.live())
@@ -91,3 +92,13 @@ class Making:
     def unlink(self, client: NodeState, server: NodeState) -> None:
         self.bed.unlink_nodes(client, server)
         del self.world.links[(client.index, server.index)]
+
+    def freeable(self) -> list[CacheState]:
+        return [c for c in self.world.live() if self.world.nodes[c.node].alive
+                and (not c.registered or self.can_unregister)]
+
+    def freed_again(self) -> list[CacheState]:
+        return [c for c in self.world.freed() if not c.registered and self.world.nodes[c.node].alive]
+
+    def rewritable(self) -> list[CacheState]:
+        return [c for c in self.world.live() if self.world.nodes[c.node].alive]

@@ -89,21 +89,26 @@ class Planning:
         return out
 
     def valid_plan(self, data: Any, *, min_layers: int = 1, link: tuple[int, int] | None = None,
-                   same_tensors: bool = False) -> Plan | None:
+                   same_tensors: bool = False, keep_faulted: bool = False) -> Plan | None:
         """A push valid in every respect over a usable link: between existing caches, or into a destination made
         for an existing source, or from a new source into a new destination; a link that does not see the
-        destination yet is made again first (the documentation asks for memory before the link).
-        ``same_tensors``: source and destination hold as many tensors (what a generate rule starts from)."""
+        destination yet, or that a timeout left faulted, is made again first (the documentation asks for memory
+        before the link; a vendor fails fast over a faulted link until then).  ``same_tensors``: source and
+        destination hold as many tensors (what a generate rule starts from); ``keep_faulted``: the push that
+        follows a timeout or a refusal, over the link as it is (between caches it sees, where there are any)."""
         w, h = self.world, self.h
         links = [link] if link is not None else w.usable_links()
         links = [p for p in links if p in w.links and w.nodes[p[0]].alive and w.nodes[p[1]].alive]
         if not links:
             return None
         found = [f for f in self.pairs(links) if not same_tensors or f[1].num_tensors == f[2].num_tensors]
+        seen = [f for f in found if w.visibility(f[0], f[2]) == "valid"]
+        if keep_faulted and seen:
+            found = seen
         sources = [(p, s) for p in links for s in w.sources(p[0])]
         crowded = len(w.live()) >= MAX_LIVE_CACHES and found
         ways = ((["existing"] * 3 if found else []) + (["new destination"] if sources and not crowded else [])
-                + (["new source"] if not crowded else []))
+                + (["new source"] if not crowded else [])) if not (keep_faulted and seen) else ["existing"]
         way = data.draw(st.sampled_from(ways), label="push between")
         if way != "existing":
             if way == "new source":
@@ -127,7 +132,7 @@ class Planning:
             return None
         p, src, dst = data.draw(st.sampled_from(found), label="push")
         client, server = w.nodes[p[0]], w.nodes[p[1]]
-        if w.visibility(p, dst) != "valid":
+        if w.visibility(p, dst) != "valid" or (w.links[p].faulted and not keep_faulted):
             self.making.unlink(client, server)
             self.making.link(client, server)
         return self.plan(data, client, server, src, dst, min_layers=min_layers)

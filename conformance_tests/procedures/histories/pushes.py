@@ -142,7 +142,8 @@ def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause:
                expectation: Expectation | None, label: str, *, settle_s: float = 0.0,
                bound_extra: float = 0.0) -> Outcome:
     """Make the push of ``plan`` and judge it by ``expectation`` (default: every outcome ``clause`` or one of its
-    cases allows) in the clause's name; a failure names that clause."""
+    cases allows) in the clause's name; a failure names that clause.  A push that raised under a fault, or raised
+    a timeout its own time explains, leaves its link ``faulted``."""
     __tracebackhide__ = True
     dst_info = plan.dst.info if plan.dst is not None else None
     bed.bind_push(plan.client, plan.server, plan.src.info, dst_info,
@@ -151,9 +152,14 @@ def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause:
     expect_success(bed, call, plan.dst)
     outcome = bed.push_call(call, per_call_bound(h.run, extra=bound_extra))
     world.pushed_over(plan.link)
-    expect = overtime(h, plan, outcome, expectation if expectation is not None else clause_envelope(clause))
+    given = expectation if expectation is not None else clause_envelope(clause)
+    expect = overtime(h, plan, outcome, given)
     obs = judge(bed, call, outcome, expect, clause.id, f"{label}: {plan.describe()}",
                 settle_until=outcome.started + settle_s if settle_s else 0.0)
+    if plan.link in world.links and outcome.exc is not None and (plan.client.faulty or expect is not given):
+        world.links[plan.link].faulted = True
+    elif plan.link in world.links and outcome.exc is None:
+        world.links[plan.link].faulted = False
     observed(bed, obs)
     bed.rec.verdict = []
     return outcome
@@ -165,11 +171,29 @@ def clause_envelope(clause: Clause) -> Expectation:
 
 
 def overtime(h: HistoryRun, plan: Plan, outcome: Outcome, expect: Expectation) -> Expectation:
-    """A push that raised after its node's sync_kv_timeout or longer (a real transfer takes time, and 1 ms is in
-    the domain) may have done what the documentation says then: LLMException, the layers before pushed."""
-    if h.overtime is not None and outcome.exc is not None and outcome.seconds * 1000 >= plan.client.timeout_ms:
+    """A push that raised after its node's sync_kv_timeout or longer may have done what the documentation says
+    then (LLMException, the layers before pushed), but only where the situation can cause that: a delay or a
+    dropped link injected on its node, or a budget its own bytes may need (1 ms is in the domain).  Under a
+    budget far above what its bytes can take, and no fault, nothing excuses its exception: a link a backend left
+    broken by an earlier timeout raises there as late as it likes, and is still judged."""
+    if h.overtime is None or outcome.exc is None or outcome.seconds * 1000 < plan.client.timeout_ms:
+        return expect
+    if plan.client.faulty or plan.client.timeout_ms < natural_ms(plan):
         return envelope([expect, h.overtime.expect])
     return expect
+
+
+#: what a push with no fault may take on a loaded machine before its bytes count (scheduling, a collection, a
+#: node process's round trips): a budget below this plus its bytes' time can be what a push runs into
+NATURAL_MS = 100
+#: the slowest rate a push's bytes move at on a loaded machine, in bytes per millisecond (50 MB/s)
+SLOW_BYTES_PER_MS = 50_000
+
+
+def natural_ms(plan: Plan) -> float:
+    """How long ``plan``'s push may take with no fault: :data:`NATURAL_MS` plus its source cache's bytes (an
+    upper bound of what it moves) at :data:`SLOW_BYTES_PER_MS`."""
+    return NATURAL_MS + plan.src.num_tensors * plan.src.info.nbytes / SLOW_BYTES_PER_MS
 
 
 def still(h: HistoryRun, bed: HistoryBed, label: str) -> None:

@@ -26,6 +26,7 @@ class NodeState:
         self.timeout_ms = timeout_ms  # llm.SyncKvCacheWaitTime
         self.options = options
         self.alive = True  # False once a kill_node fault hit it (its memory can no longer be observed)
+        self.faulty = False  # a delay or a dropped link injected on it and not cleared yet
 
     def __repr__(self) -> str:
         return f"{self.name}(cluster {self.cluster_id}, {self.role}, {self.timeout_ms} ms)"
@@ -35,6 +36,9 @@ class NodeState:
 class LinkState:
     made: int  # the moment (World.tick) it was made
     first_push: int | None = None  # the moment of the first push over it
+    #: a push over it timed out, or met a fault, since it was made: the next valid push over it is judged by the
+    #: clause of ``after_timeout`` (and any other push makes the link again first: a vendor fails fast until then)
+    faulted: bool = False
 
 
 class CacheState:
