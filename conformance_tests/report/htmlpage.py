@@ -10,7 +10,7 @@ import jinja2
 
 from .badge import badge_kind
 from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES, seed_text
-from .rerun import failing_tests, rerun_command
+from .rerun import failing_tests, first_failure, rerun_command
 
 #: how many left-out tests the page lists by name (report.json lists them all)
 LEFT_OUT_SHOWN = 500
@@ -84,6 +84,8 @@ def to_html(report: dict[str, Any], location: str | None = None) -> str:
             left_out_shown=LEFT_OUT_SHOWN,
             seed_text=seed_text(report["run"]),
             rerun=rerun_command(report, location),
+            first_cause=next((c for c in report.get("likely_causes") or [] if c.get("predicate")), None),
+            first_failure=first_failure(report),
             rerun_count=len(failing_tests(report)),
         )
     )

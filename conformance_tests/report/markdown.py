@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES, seed_text
-from .rerun import failing_tests, rerun_command
+from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES, seed_text
+from .rerun import failing_tests, first_failure, rerun_command
 
 #: the characters with which a Markdown renderer may start HTML (a tag, an entity): a backend's strings never
 #: reach one raw (the HTML page escapes them too)
@@ -124,14 +124,6 @@ FIRST_SCREEN_CLAUSES = 5
 FIRST_MESSAGE_LINES = 4
 
 
-def _first_failure(report: dict[str, Any]) -> dict[str, Any] | None:
-    """The failure the first screen shows: the first one the first likely cause explains, else the first."""
-    failing = [t for t in report["tests"] if t["outcome"] in FAILING_TEST_OUTCOMES]
-    causes = report.get("likely_causes") or []
-    explained = set(causes[0]["tests"]) if causes and causes[0].get("predicate") else set()
-    return next((t for t in failing if t["id"] in explained), failing[0] if failing else None)
-
-
 def _first_screen(report: dict[str, Any], location: str | None) -> list[str]:
     """Verdict's next lines for a failing run: the cause in one sentence, the failing call, the re-run command."""
     lines: list[str] = []
@@ -141,7 +133,7 @@ def _first_screen(report: dict[str, Any], location: str | None) -> list[str]:
         lines += [f"**Likely cause:** {_cell(c['statement'])}.", "",
                   f"Failed with it: {_clauses_line(c['clauses'], FIRST_SCREEN_CLAUSES)}"
                   + (f" ({len(causes) - 1} more cause(s) below)" if len(causes) > 1 else ""), ""]
-    first = _first_failure(report)
+    first = first_failure(report)
     if first is not None:
         lines += [f"**First failure** ({first['outcome']}) {_code(first['id'])}, its reproduction script under "
                   "Failures below:", ""]

@@ -1,5 +1,5 @@
-"""The command that runs again only a report's failing tests (``certify --failed-from``), as every format of
-the report prints it."""
+"""What the first screen of every format of a failing report shows besides the verdict and the likely cause: the
+first failure, and the command that runs again only the failing tests (``certify --failed-from``)."""
 
 from __future__ import annotations
 
@@ -37,3 +37,11 @@ def rerun_command(report: Mapping[str, Any], report_json: str | None) -> str | N
     if target:
         words += ["--backend", str(target)]
     return shlex.join([*words, FLAG, report_json])
+
+
+def first_failure(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The failure a report's first screen shows: the first one its first likely cause explains, else the first."""
+    failing = [t for t in report["tests"] if t["outcome"] in FAILING_TEST_OUTCOMES]
+    causes = report.get("likely_causes") or []
+    explained = set(causes[0]["tests"]) if causes and causes[0].get("predicate") else set()
+    return next((t for t in failing if t["id"] in explained), failing[0] if failing else None)
