@@ -19,6 +19,7 @@ from .selection import WHY_FAILED_FROM
 if TYPE_CHECKING:
     from .state import RunState
 
+
 class FailedFrom:
     """Deselects every test the report does not list as failing (after the kit's own selection)."""
 
@@ -40,8 +41,9 @@ class FailedFrom:
         """The plugin, once the run's backend and spec are known: a report of another run is refused."""
         from .finish import backend_display_name
 
-        problem = foreign(report, backend_name=backend_display_name(state.run.backend), spec_sha256=state.run.spec.sha256,
-                          release=state.run.release)
+        run = state.run
+        problem = foreign(report, backend_name=backend_display_name(run.backend), spec_sha256=run.spec.sha256,
+                          release=run.release)
         if problem:
             raise pytest.UsageError(f"{FLAG} {path}: {problem}")
         return cls(state, path, report)
