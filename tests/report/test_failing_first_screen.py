@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import copy
 import html
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from conformance_tests.report import build_report
 from conformance_tests.report.markdown import to_markdown
 from conformance_tests.report.rerun import rerun_command
 from tests.helpers import child_pythonpath
+from tests.helpers.certify import certify
 
 FIRST_SCREEN = 40
 #: the outcomes of a clause whose tests failed
@@ -100,3 +103,19 @@ def test_a_plain_message_stays_a_fenced_block(kit: Any) -> None:
     rows = [kit.row("push_cache.data.bytes_equal", "x", "failed", "must", message="DEVICE->HOST bytes differ")]
     text = to_markdown(kit.make_report(rows))
     assert "```\nDEVICE->HOST bytes differ\n```" in text, text
+
+
+def test_a_history_that_broke_one_of_its_clauses_gives_the_cause_that_clause_alone(tmp_path: Path) -> None:
+    """The issue's cause #1 named every clause a failing history checks (remote.not_linked, timeout.*, ...), most
+    of which passed: a history names many clauses and breaks one, and the cause names only the one it broke."""
+    proc = certify("--backend", "wrong_entry_adapter", "--hypothesis-profile", "quick", "--shrink-time", "0",
+                   "--clauses", "push_cache.history.valid_pushes,push_cache.data.src_batch_slice",
+                   "-k", "endurance or src_batch_slice", "--report-dir", "out", "-q", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    history = next(t for t in report["tests"] if t["outcome"] == "failed" and len(t["clauses"]) > 1)
+    (cause,) = report["likely_causes"]
+    assert history["id"] in cause["tests"], cause
+    assert cause["clauses"] == list(dict.fromkeys(c for t in report["tests"] if t["id"] in cause["tests"]
+                                                  for c in t["failed_clauses"])), (cause, history["clauses"])
+    assert len(cause["clauses"]) < len(history["clauses"]), (cause["clauses"], history["clauses"])
