@@ -71,6 +71,12 @@ def partial_folder(config: pytest.Config, backend: Any, full_dir: Path, release:
     return default_folder(base, str(getattr(backend, "name", "") or ""), partial=True, release=release)
 
 
+def clause_list(clauses: list[str], shown: int = 4) -> str:
+    """Clause IDs on one line: the first ``shown``, then how many more."""
+    more = len(clauses) - shown
+    return ", ".join(clauses[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
 def summary_line(message: str | None) -> str:
     """The line of a failure message that says what went wrong (not the clause or the call)."""
     lines = [ln.strip() for ln in (message or "").splitlines() if ln.strip()]
@@ -334,13 +340,27 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
     tr.write_line(line, bold=True, green=kind == "certified", red=kind == "not_certified",
                   yellow=kind in ("partial", "certified_with_waivers"))
     for cause in (report.get("likely_causes") or [])[:CAUSES_SHOWN]:
-        tr.write_line(f"likely cause: {cause['statement']} ({', '.join(cause['clauses'][:4])})", red=True)
+        tr.write_line(f"likely cause: {cause['statement']} ({clause_list(cause['clauses'])})", red=True)
+    rerun = rerun_line(state, config)
+    if rerun:
+        tr.write_line(f"re-run the failing tests: {rerun}", bold=True)
     for detail in (report.get("blocking_details") or [])[:BLOCKING_SHOWN]:
         first = summary_line(detail.get("first_message"))
         tr.write_line(f"  {detail['id']} ({detail.get('failing_tests', 0)} failing): {first}"[:300])
     if state.exit_code is not None:
         meaning = exitcodes.BY_CODE.get(state.exit_code)
         tr.write_line(f"exit code: {state.exit_code} ({meaning.name if meaning else '?'})")
+
+
+def rerun_line(state: State, config: pytest.Config) -> str | None:
+    """The command that runs again only this run's failing tests, its report.json as typed from where certify
+    ran (None without failures or without a written report)."""
+    written = state.report_paths.get("report.json")
+    if state.report is None or written is None:
+        return None
+    from .report.rerun import rerun_command, shown_path
+
+    return rerun_command(state.report, shown_path(written, config.invocation_params.dir))
 
 
 def _terminated(signum: int, _frame: Any) -> None:

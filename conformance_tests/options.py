@@ -45,6 +45,9 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--clauses",), dict(default="", metavar="GLOBS",
                           help="run only the tests of clauses matching these comma-separated globs "
                                "(e.g. 'push_cache.data.*,push_cache.safety.guard_bytes'); the run is PARTIAL")),
+    (("--failed-from",), dict(dest="failed_from", default=None, metavar="REPORT_JSON",
+                              help="run again only the tests that failed, errored, were flaky or incompatible in "
+                                   "that report of the same backend and spec (the run is PARTIAL)")),
     (("--shard",), dict(default=None, metavar="K/N",
                         help="run part K of N of the selected tests, every clause's tests in one part (the run is "
                              "PARTIAL; give each shard its own --report-dir and join the N reports with "

@@ -17,6 +17,7 @@ from . import profiles  # noqa: F401 - registers the hypothesis profiles
 from .collection import FAMILY_MARK, Collection, ShardFilter
 from .context import RunContext
 from .exitcodes import RunResult
+from .failed_from import FailedFrom
 from .finish import Finish, restore_signals, terminate_as_interrupt
 from .options import add_options
 from .phases import TestPhases
@@ -51,14 +52,19 @@ def pytest_configure(config: pytest.Config) -> None:
     result = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, RunResult)), RunResult())
     # SIGTERM and SIGHUP end the run as Ctrl-C does, from the start of the backend's process on
     signals = terminate_as_interrupt()
+    failed_from = config.getoption("failed_from")
     try:
+        rerun = FailedFrom.read(failed_from) if failed_from else None  # a bad file: before the backend starts
         state = start_run(config, result)
+        concerns = [Startup(state), SmokeCheck(state), Collection(state), ShardFilter(state), TestPhases(state)]
+        if rerun is not None:
+            concerns.append(FailedFrom.for_run(state, failed_from, rerun))
     except BaseException:
         restore_signals(signals)
         raise
     config.stash[STATE] = state
-    for concern in (Startup, SmokeCheck, Collection, ShardFilter, TestPhases):
-        config.pluginmanager.register(concern(state), f"push_cache_{concern.__name__.lower()}")
+    for concern in concerns:
+        config.pluginmanager.register(concern, f"push_cache_{type(concern).__name__.lower()}")
     config.pluginmanager.register(Finish(state, signals), "push_cache_finish")
 
 

@@ -14,6 +14,8 @@ WHY_DESELECTED, WHY_CLAUSES, WHY_NOT_RUN = "deselected", "--clauses", "not run"
 #: a shard run (--shard K/N) leaves out the tests the other shards run; a merge of shard reports leaves out the
 #: tests of a shard whose report it was not given
 WHY_OTHER_SHARD, WHY_SHARD_MISSING = "another shard", "shard missing"
+#: --failed-from leaves out every test its report does not list as failing
+WHY_FAILED_FROM = "--failed-from"
 
 
 def suite_dir() -> Path:
@@ -30,6 +32,8 @@ def selection_problems(config: pytest.Config) -> list[str]:
         problems.append(f"-m {opt.markexpr!r}")
     if getattr(opt, "clauses", ""):
         problems.append(f"--clauses {opt.clauses!r}")
+    if getattr(opt, "failed_from", None):
+        problems.append(f"--failed-from {opt.failed_from}: only the tests that report lists as failing")
     if getattr(opt, "deselect", None):
         problems.append(f"--deselect: {len(opt.deselect)} test ID(s) given")
     if getattr(opt, "lf", False):

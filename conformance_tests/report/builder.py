@@ -341,8 +341,8 @@ def blocking_details(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     by_id = {c["id"]: c for c in report["clauses"]}
     failing: dict[str, list[dict[str, Any]]] = {}
     for t in report["tests"]:
-        if t["outcome"] in BLOCKING_TEST_OUTCOMES:
-            for cid in t["clauses"]:
+        for cid in t["clauses"]:
+            if outcome_for(t, cid) in BLOCKING_TEST_OUTCOMES:  # a history that broke one clause passed the rest
                 failing.setdefault(cid, []).append(t)
     causes = report.get("likely_causes") or []
     first_cause = set(causes[0]["clauses"]) if causes and causes[0].get("predicate") else set()

@@ -80,11 +80,32 @@ def likely_causes(tests: Sequence[Mapping[str, Any]], passing: Mapping[str, Mapp
     failing = [t for t in tests if t.get("push") and t["push"].get("class") and t.get("outcome") in ("failed", "incompatible")]
     for cls in dict.fromkeys(t["push"]["class"] for t in failing):
         mine = [t for t in failing if t["push"]["class"] == cls]
-        groups += _causes(mine, passing.get(cls) or {}, len(failing))
-    return sorted(groups, key=lambda g: (g["predicate"] is None, -g["failures"]))
+        groups += _causes(mine, passing.get(cls) or {})
+    groups.sort(key=lambda g: (g["predicate"] is None, -len(g["members"])))
+    return [_group(g["predicate"], g["members"], g["also"], len(failing)) for g in _reconcile(groups)]
 
 
-def _causes(failing: Sequence[Mapping[str, Any]], passing: Mapping[str, Mapping[str, Any]], total: int,
+def _reconcile(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Causes that do not contradict each other: a failure no predicate of its own class separates, but whose push
+    has an explained cause's feature, belongs to that cause (said as such), not to "share no feature"."""
+    explained = [g for g in groups if g["predicate"] is not None]
+    out = list(explained)
+    for g in groups:
+        if g["predicate"] is not None:
+            continue
+        rest = []
+        for t in g["members"]:
+            home = next((e for e in explained if e["predicate"].holds(t["push"])), None)
+            if home is None:
+                rest.append(t)
+            else:
+                home["also"].append(t)
+        if rest:
+            out.append({**g, "members": rest})
+    return out
+
+
+def _causes(failing: Sequence[Mapping[str, Any]], passing: Mapping[str, Mapping[str, Any]],
             ) -> list[dict[str, Any]]:
     if not failing or not passing:
         return []
@@ -105,22 +126,38 @@ def _causes(failing: Sequence[Mapping[str, Any]], passing: Mapping[str, Mapping[
         pred = best[2]
         members = [t for t in left if pred.holds(t["push"])]
         left = [t for t in left if not pred.holds(t["push"])]
-        groups.append(_group(pred, members, total))
+        groups.append({"predicate": pred, "members": members, "also": []})
     if left:
-        groups.append(_group(None, left, total))
+        groups.append({"predicate": None, "members": left, "also": []})
     return groups
 
 
-def _group(pred: Predicate | None, members: Sequence[Mapping[str, Any]], total: int) -> dict[str, Any]:
-    clauses = list(dict.fromkeys(c for t in members for c in t.get("clauses") or ()))
+def failed_clauses(test: Mapping[str, Any]) -> list[str]:
+    """The clauses a failing test failed: those it says broke (``failed_clauses``: a history checks many clauses
+    and breaks one), else every clause it names."""
+    return list(test.get("failed_clauses") or test.get("clauses") or ())
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many
+
+
+def _group(pred: Predicate | None, members: Sequence[Mapping[str, Any]], also: Sequence[Mapping[str, Any]],
+           total: int) -> dict[str, Any]:
+    tests = [*members, *also]
+    clauses = list(dict.fromkeys(c for t in tests for c in failed_clauses(t)))
+    n = len(members)
     if pred is None:
-        share = "shares" if len(members) == 1 else "share"
-        statement = (f"{len(members)} of {total} failing pushes {share} no feature that sets them apart from every "
-                     "passing push")
+        statement = (f"{n} of {total} failing pushes {_plural(n, 'shares', 'share')} no feature that sets "
+                     f"{_plural(n, 'it', 'them')} apart from every passing push")
     else:
-        every = "the" if len(members) == 1 else f"all {len(members)}"
-        statement = f"{every} failing push{'es' if len(members) != 1 else ''} {'have' if len(members) != 1 else 'has'} " \
-                    f"{pred.text()}; no passing push does"
-    return {"predicate": pred.text() if pred else None, "statement": statement, "failures": len(members),
-            "tests": [t["id"] for t in members], "clauses": clauses,
-            "first_message": next((t.get("message") for t in members if t.get("message")), None)}
+        every = "the" if n == 1 else f"all {n}"
+        statement = (f"{every} failing push{_plural(n, '', 'es')} {_plural(n, 'has', 'have')} {pred.text()}; "
+                     "no passing push does")
+        if also:
+            kinds = ", ".join(dict.fromkeys(str(t["push"]["class"]) for t in also))
+            statement += (f" ({len(also)} more failing push{_plural(len(also), '', 'es')} ({kinds}) "
+                          f"{_plural(len(also), 'has', 'have')} it too, as some passing push of that kind does)")
+    return {"predicate": pred.text() if pred else None, "statement": statement, "failures": len(tests),
+            "tests": [t["id"] for t in tests], "clauses": clauses,
+            "first_message": next((t.get("message") for t in tests if t.get("message")), None)}

@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .builder import outcome_for
 from .diff import diff_reports, format_diff
 from .markdown import format_compatibility
 from .merge import merge_reports, read_shard
-from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES
+from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES
 from .render import render_derived, write_reports
+from .rerun import rerun_command, shown_path
 from .schema import ReportError, load_report
 
 
@@ -60,7 +62,7 @@ def _render(args: argparse.Namespace) -> int:
     report = load_report(args.report)
     out = args.out if args.out is not None else args.report.parent
     try:
-        paths = render_derived(report, out)
+        paths = render_derived(report, out, args.report)
     except OSError as exc:
         raise ReportError(f"{out}: cannot write: {exc.strerror or exc}") from None
     for path in paths.values():
@@ -87,7 +89,32 @@ def _expectations(exp: dict[str, Any]) -> str:
             f"{len(exp.get('expired') or [])} expired entries")
 
 
-def format_summary(report: dict[str, Any]) -> str:
+def _failing_tests(report: dict[str, Any], clause_id: str) -> int:
+    """How many tests failed the clause (a history that broke another clause passed this one)."""
+    by_id = {t["id"]: t for t in report["tests"]}
+    return sum(1 for tid in next(c for c in report["clauses"] if c["id"] == clause_id)["tests"]
+               if tid in by_id and outcome_for(by_id[tid], clause_id) in FAILING_TEST_OUTCOMES)
+
+
+def _cause_lines(report: dict[str, Any], location: str | None) -> list[str]:
+    lines = []
+    for cause in report.get("likely_causes") or []:
+        more = len(cause["clauses"]) - CAUSE_CLAUSES_SHOWN
+        lines.append(f"  likely cause: {cause['statement']} (failed clauses: "
+                     + ", ".join(cause["clauses"][:CAUSE_CLAUSES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+                     + ")")
+    command = rerun_command(report, location)
+    if command:
+        lines.append(f"  re-run the failing tests: {command}")
+    return lines
+
+
+#: the clauses of each likely cause the terminal names (the report lists them all)
+CAUSE_CLAUSES_SHOWN = 4
+
+
+def format_summary(report: dict[str, Any], location: str | None = None) -> str:
+    """The report for a terminal; ``location``: where its report.json lies, as the re-run command names it."""
     verdict, summary = report["verdict"], report["summary"]
     backend = f"{report['backend']['name']} {report['backend'].get('version') or ''}".strip()
     lines = [
@@ -102,6 +129,7 @@ def format_summary(report: dict[str, Any]) -> str:
         f"  expectations: {_expectations(report['expectations'])}",
     ]
     lines += [f"  why: {r}" for r in verdict.get("reasons") or []]
+    lines += _cause_lines(report, location)
     completeness = report.get("completeness") or {}
     if not completeness.get("full", True):
         lines.append(f"  partial run: {completeness.get('left_out_count', 0)} test(s) left out; "
@@ -124,9 +152,10 @@ def format_summary(report: dict[str, Any]) -> str:
     lines.append("")
     if failing:
         lines.append(f"failing clauses: {len(failing)}")
-        rows = [("clause", "level", "outcome", "blocking", "tests")]
+        rows = [("clause", "level", "outcome", "blocking", "failing tests")]
         rows += [
-            (c["id"], c["level"], c["outcome"], "yes" if c["id"] in blocking else "no", str(len(c["tests"])))
+            (c["id"], c["level"], c["outcome"], "yes" if c["id"] in blocking else "no",
+             f"{_failing_tests(report, c['id'])} of {len(c['tests'])}")
             for c in failing
         ]
         lines += _table(rows)
@@ -146,7 +175,7 @@ def format_summary(report: dict[str, Any]) -> str:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    sys.stdout.write(format_summary(load_report(args.report)))
+    sys.stdout.write(format_summary(load_report(args.report), shown_path(args.report)))
     return 0
 
 

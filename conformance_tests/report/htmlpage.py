@@ -10,6 +10,7 @@ import jinja2
 
 from .badge import badge_kind
 from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES, seed_text
+from .rerun import failing_tests, first_failure, rerun_command
 
 #: how many left-out tests the page lists by name (report.json lists them all)
 LEFT_OUT_SHOWN = 500
@@ -54,8 +55,9 @@ def _families(report: dict[str, Any]) -> list[dict[str, Any]]:
     return list(families.values())
 
 
-def to_html(report: dict[str, Any]) -> str:
-    """The report as one HTML page; counts sit in elements with stable ids (count-<outcome>)."""
+def to_html(report: dict[str, Any], location: str | None = None) -> str:
+    """The report as one HTML page; counts sit in elements with stable ids (count-<outcome>). ``location``: where
+    its report.json lies, as the command that re-runs the failing tests names it."""
     clause_counts = dict.fromkeys(CLAUSE_OUTCOMES, 0)
     for clause in report["clauses"]:
         clause_counts[clause["outcome"]] += 1
@@ -81,5 +83,9 @@ def to_html(report: dict[str, Any]) -> str:
             verdict_class=verdict_class,
             left_out_shown=LEFT_OUT_SHOWN,
             seed_text=seed_text(report["run"]),
+            rerun=rerun_command(report, location),
+            first_cause=next((c for c in report.get("likely_causes") or [] if c.get("predicate")), None),
+            first_failure=first_failure(report),
+            rerun_count=len(failing_tests(report)),
         )
     )

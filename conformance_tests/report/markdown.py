@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES, seed_text
+from .rerun import failing_tests, first_failure, rerun_command
+
+#: the characters with which a Markdown renderer may start HTML (a tag, an entity): a backend's strings never
+#: reach one raw (the HTML page escapes them too)
+_HTML = frozenset("<&")
 
 
 def _cell(value: Any, limit: int = 0) -> str:
@@ -12,20 +18,27 @@ def _cell(value: Any, limit: int = 0) -> str:
     if limit and len(text) > limit:
         text = text[: limit - 1] + "…"
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") or " "
+    return html.escape(text, quote=False) or " "
 
 
 def _code(value: Any) -> str:
-    """An inline code span for a table cell (entities and backslashes stay literal inside code spans)."""
+    """An inline code span (entities and backslashes stay literal inside a backtick span, so text with a
+    character HTML would read is an escaped <code> element instead)."""
     text = "" if value is None else " ".join(str(value).split())
+    if _HTML & set(text):
+        return "<code>" + html.escape(text, quote=False).replace("|", "&#124;") + "</code>"
     return "`" + (text.replace("`", "'").replace("|", "\\|") or " ") + "`"
 
 
 def _fence(text: str, lang: str = "python") -> list[str]:
+    """A code block: fenced, or an escaped <pre> block when the text holds a character HTML would read."""
+    text = text.rstrip("\n")
+    if _HTML & set(text):
+        return [f"<pre>{html.escape(text, quote=False)}</pre>"]
     fence = "```"
     while fence in text:
         fence += "`"
-    return [f"{fence}{lang}", text.rstrip("\n"), fence]
+    return [f"{fence}{lang}", text, fence]
 
 
 def format_compatibility(value: float | None) -> str:
@@ -87,17 +100,49 @@ def attempts_line(attempts: list[dict[str, Any]]) -> str:
     return "Attempts: " + ", ".join(f"{i} {a['outcome']}" for i, a in enumerate(attempts, 1))
 
 
+def _clauses_line(clauses: list[str], shown: int) -> str:
+    more = len(clauses) - shown
+    return ", ".join(_code(c) for c in clauses[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
 def _causes_section(report: dict[str, Any]) -> list[str]:
     causes = report.get("likely_causes") or []
     if not causes:
         return []
-    lines = ["## Likely cause", "",
-             "The features of the failing pushes that no passing push shares (from the pushes the run recorded):", ""]
+    lines = ["## Likely causes", "",
+             "The features of the failing pushes that no passing push shares (from the pushes the run recorded), "
+             "each with the clauses its tests failed:", ""]
     for i, c in enumerate(causes, 1):
-        lines += [f"{i}. **{_cell(c['statement'])}**. Clauses: " + ", ".join(_code(x) for x in c["clauses"])]
-        if c.get("first_message"):
-            lines += [""] + ["   " + ln for ln in _message_block(c["first_message"], 12)]
+        lines.append(f"{i}. **{_cell(c['statement'])}**. Failed clauses ({len(c['clauses'])}): "
+                     + _clauses_line(c["clauses"], len(c["clauses"])))
     return lines + [""]
+
+
+#: what the first screen shows: the clauses of the cause, the lines of the first failure's message (the clause, the
+#: call, what went wrong, the first byte diff)
+FIRST_SCREEN_CLAUSES = 5
+FIRST_MESSAGE_LINES = 4
+
+
+def _first_screen(report: dict[str, Any], location: str | None) -> list[str]:
+    """Verdict's next lines for a failing run: the cause in one sentence, the failing call, the re-run command."""
+    lines: list[str] = []
+    causes = [c for c in report.get("likely_causes") or [] if c.get("predicate")]
+    if causes:
+        c = causes[0]
+        lines += [f"**Likely cause:** {_cell(c['statement'])}.", "",
+                  f"Failed with it: {_clauses_line(c['clauses'], FIRST_SCREEN_CLAUSES)}"
+                  + (f" ({len(causes) - 1} more cause(s) below)" if len(causes) > 1 else ""), ""]
+    first = first_failure(report)
+    if first is not None:
+        lines += [f"**First failure** ({first['outcome']}) {_code(first['id'])}, its reproduction script under "
+                  "Failures below:", ""]
+        lines += _message_block(first.get("message"), FIRST_MESSAGE_LINES) + [""]
+    command = rerun_command(report, location)
+    if command:
+        lines += [f"**Re-run only the {len(failing_tests(report))} failing tests:**", ""]
+        lines += _fence(command, "sh") + [""]
+    return lines
 
 
 def _blocking_section(report: dict[str, Any]) -> list[str]:
@@ -114,7 +159,7 @@ def _blocking_section(report: dict[str, Any]) -> list[str]:
         if d.get("deviation"):
             lines.append(f"  - known departure (the spec records it): {_cell(d['deviation'])}")
         if d.get("first_message"):
-            lines += [""] + ["  " + ln for ln in _message_block(d["first_message"], 8)]
+            lines += [""] + ["  " + ln for ln in _message_block(d["first_message"], FIRST_MESSAGE_LINES)]
     return lines + [""]
 
 
@@ -191,17 +236,19 @@ def _waivers_section(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def to_markdown(report: dict[str, Any]) -> str:
-    """A human summary that leads with the cause: verdict, likely cause, blocking clauses with their first failure
-    message, the failures; then the run, the counts and the rest. It fits a PR comment (MAX_CHARS)."""
+def to_markdown(report: dict[str, Any], location: str | None = None) -> str:
+    """A human summary whose first screen is the verdict, the likely cause in one sentence, the first failure's call
+    and the command that re-runs only the failing tests (``location``: where the report.json lies, as typed);
+    then the causes, blocking clauses, failures, the run, the counts and the rest. It fits a PR comment
+    (MAX_CHARS)."""
     for shown, repros in ((FAILURES_SHOWN, REPROS_SHOWN), (FAILURES_SHOWN, 0), (15, 0), (5, 0), (0, 0)):
-        text = _markdown(report, shown, repros)
+        text = _markdown(report, shown, repros, location)
         if len(text) <= MAX_CHARS:
             return text
     return text[: MAX_CHARS - 80] + "\n\n… cut to fit a PR comment: index.html holds the whole report.\n"
 
 
-def _markdown(report: dict[str, Any], shown: int, repros: int) -> str:
+def _markdown(report: dict[str, Any], shown: int, repros: int, location: str | None) -> str:
     verdict, summary = report["verdict"], report["summary"]
     spec, backend, suite, run = report["spec"], report["backend"], report["suite"], report["run"]
     lines = [
@@ -211,6 +258,7 @@ def _markdown(report: dict[str, Any], shown: int, repros: int) -> str:
         f"{summary['tests']} tests, {len(report['clauses'])} clauses.",
         "",
     ]
+    lines += _first_screen(report, location)
     if verdict.get("reasons"):
         lines += ["Why: " + "; ".join(_cell(r) for r in verdict["reasons"]), ""]
     lines += _causes_section(report)

@@ -12,6 +12,7 @@ from .folders import folder_lock, write_files
 from .htmlpage import to_html
 from .junit import to_junit
 from .markdown import to_markdown
+from .rerun import shown_path
 from .schema import validate_report
 
 REPORT_JSON = "report.json"
@@ -28,23 +29,25 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def derived_texts(report: dict[str, Any]) -> dict[str, str]:
-    """junit.xml, summary.md, index.html and badge.json as text (from the JSON alone)."""
+def derived_texts(report: dict[str, Any], location: str | None = None) -> dict[str, str]:
+    """junit.xml, summary.md, index.html and badge.json as text (from the JSON alone, and ``location``: where
+    that report.json lies, as the re-run command names it)."""
     return {
         "junit.xml": to_junit(report),
-        "summary.md": to_markdown(report),
-        "index.html": to_html(report),
+        "summary.md": to_markdown(report, location),
+        "index.html": to_html(report, location),
         "badge.json": dumps(to_badge(report)),
     }
 
 
-def render_derived(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
-    """Write junit.xml, summary.md, index.html and badge.json (from the JSON alone) under the folder's lock.
+def render_derived(report: dict[str, Any], out_dir: Path, source: Path | None = None) -> dict[str, Path]:
+    """Write junit.xml, summary.md, index.html and badge.json (from the JSON alone; ``source``: the report.json
+    they are made from, for the re-run command) under the folder's lock.
 
     The folder usually holds the report.json they are made from, so the files are replaced one by one.
     """
     validate_report(report)
-    texts = derived_texts(report)
+    texts = derived_texts(report, shown_path(source) if source is not None else None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with folder_lock(out_dir):
@@ -54,5 +57,5 @@ def render_derived(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
 def write_reports(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     """Write report.json and the derived formats into ``out_dir`` as one set; returns {file name: path}."""
     validate_report(report)
-    texts = {REPORT_JSON: dumps(report), **derived_texts(report)}
+    texts = {REPORT_JSON: dumps(report), **derived_texts(report, shown_path(Path(out_dir) / REPORT_JSON))}
     return write_files(texts, Path(out_dir))

@@ -3,16 +3,23 @@
 ``python -m conformance_tests site REPORT.json... --out DIR`` writes:
 
 - ``index.html``: the grid, one row per implementation (a backend name) and one column per clause, grouped by
-  family in the spec's order with each clause's level; a cell is the clause outcome of the implementation's
-  newest run (ordered by ``run.started``), a cell whose report row records a ``deviation`` is marked; filters by
-  outcome, level and family (inline JS, state in the URL hash: ``#outcome=failed&level=must&family=data``);
+  family, the families some newest run failed first, then the spec's order, with each clause's level; a cell is
+  the clause outcome of the implementation's newest run (ordered by ``run.started``), a cell whose report row
+  records a ``deviation`` is marked. Each family also has a summary column (its worst outcome per
+  implementation); a family is folded to that column unless it is open: of the failing families, the smallest
+  first, as many are open as fit ``OPEN_COLUMNS`` clause columns; a click on a family's name or summary cell
+  opens or folds it, and any filter opens them all.
+  Filters by outcome, level and family (inline JS, state in the URL hash:
+  ``#outcome=failed&level=must&family=data``, and ``open=`` the families opened or folded by hand);
 - ``impl/<safe name>.html``: an implementation's badge (as ``badge.json`` says it), the verdict of its newest
   run, its history (one row per run, with what changed since the previous run as ``report diff`` computes it)
   and a small inline SVG chart of the passed tests per run; ``impl/<safe name>.badge.json`` beside it;
 - ``clause/<safe id>.html``: a clause's id, title, level, family, source and its English and Chinese sentence
   from the packaged spec, and the outcome of each implementation's newest run;
-- ``runs/<safe name>/<n>/report.json`` (and ``index.html`` when the report's folder holds one): each run's own
-  report, copied so that every link works offline;
+- ``runs/<safe name>/<n>/report.json`` and ``index.html``: each run's own report, written from the report's data
+  as read and validated, and its page rendered from that data (nothing of a report folder is copied: an HTML
+  file found there is never read, and a report file that is a link is refused), so that every link works
+  offline and no script but the kit's runs in the site;
 - ``site.json``: what the site holds; it also marks the folder as a site this command may replace.
 
 The site is written into a fresh folder beside ``DIR`` and put in its place at the end, so a failed build leaves
@@ -38,8 +45,10 @@ from ..spec import Clause, Spec, families, load_spec
 from .badge import badge_kind, to_badge
 from .diff import diff_reports
 from .folders import safe_name
-from .htmlpage import environment
+from .htmlpage import environment, to_html
 from .model import CLAUSE_OUTCOMES, LEVELS
+from .render import dumps
+from .rerun import shown_path
 from .schema import ReportError, load_report
 
 #: clause outcomes an implementation's page lists as failing in its newest run
@@ -54,6 +63,9 @@ CELL_OUTCOMES = (*CLAUSE_OUTCOMES, ABSENT)
 #: one short sign per cell outcome (the colour says it too; the legend names them)
 SIGNS = {"passed": "✓", "failed": "✗", "flaky": "≈", "incompatible": "≠", "xfailed": "x", "not_supported": "–",
          "skipped": "s", "untested": "·", ABSENT: " "}
+#: how many clause columns the grid opens by default (of the failing families, the smallest first, as many as fit):
+#: 1280 px hold them beside the implementation's name, its newest verdict and every other family's summary column
+OPEN_COLUMNS = 32
 #: shields.io's named colours, as the badge page shows them
 BADGE_HEX = {"brightgreen": "#4c1", "yellowgreen": "#a4a61d", "yellow": "#dfb317", "lightgrey": "#9f9f9f",
              "red": "#e05d44"}
@@ -73,16 +85,19 @@ class Run:
     order: int  # where it came on the command line (breaks ties between equal start times)
     number: int = 0  # 1, 2, ... in the implementation's history, oldest first
     folder: str = ""  # runs/<safe name>/<number>
-    page: str | None = None  # the run's own index.html in the site, when its folder had one
 
     @property
     def json(self) -> str:
         return f"{self.folder}/report.json"
 
     @property
+    def page(self) -> str:
+        """The run's own page in the site (rendered from its report)."""
+        return f"{self.folder}/index.html"
+
+    @property
     def link(self) -> str:
-        """The run's best page: its index.html, else its report.json."""
-        return self.page or self.json
+        return self.page
 
 
 @dataclass
@@ -144,8 +159,6 @@ def _implementations(runs: list[Run]) -> list[Implementation]:
         for number, run in enumerate(impl.runs, 1):
             run.number = number
             run.folder = f"runs/{impl.slug}/{number}"
-            if (run.source.parent / "index.html").is_file():
-                run.page = f"{run.folder}/index.html"
     return list(by_name.values())
 
 
@@ -168,18 +181,43 @@ def _columns(rows_seen: list[dict[str, Any]], spec: Spec) -> list[Column]:
         label = cid[len(prefix):] if cid.startswith(prefix) and len(cid) > len(prefix) else cid
         columns.append(Column(cid, family, level, title, f"clause/{safe_name(cid)}.html", label, clause))
     seen = {cid: i for i, cid in enumerate(first)}
-    columns.sort(key=lambda c: (family_order.get(c.family, len(family_order)), c.family,
+    failing = {r["family"] if r["id"] not in known else known[r["id"]].family
+               for r in rows_seen if r["outcome"] in FAILING_CLAUSE_OUTCOMES}
+    columns.sort(key=lambda c: (c.family not in failing, family_order.get(c.family, len(family_order)), c.family,
                                 spec_order.get(c.id, len(spec_order)), seen[c.id]))
     return columns
 
 
-def _family_groups(columns: list[Column]) -> list[dict[str, Any]]:
+def _family_groups(columns: list[Column], grid: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The grid's families in column order: their clause count, how many of their clauses some newest run failed,
+    whether they are open by default (the failing ones, while their columns fit OPEN_COLUMNS), and per
+    implementation the family's summary cell (its worst outcome, and how many clauses have it)."""
     groups: list[dict[str, Any]] = []
-    for col in columns:
+    for i, col in enumerate(columns):
         if not groups or groups[-1]["name"] != col.family:
-            groups.append({"name": col.family, "count": 0})
+            groups.append({"name": col.family, "count": 0, "columns": []})
         groups[-1]["count"] += 1
+        groups[-1]["columns"].append(i)
+    for g in groups:
+        cells = [[row["cells"][i] for i in g["columns"]] for row in grid]
+        g["failing"] = sum(1 for i in g["columns"]
+                           if any(row["cells"][i]["outcome"] in FAILING_CLAUSE_OUTCOMES for row in grid))
+        g["open"] = False
+        g["summary"] = [_family_cell(g["name"], mine) for mine in cells]
+    budget = OPEN_COLUMNS
+    for g in sorted((g for g in groups if g["failing"]), key=lambda g: g["count"]):  # as many as fit
+        if g["count"] <= budget:
+            g["open"] = True
+            budget -= g["count"]
     return groups
+
+
+def _family_cell(family: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
+    counts = {o: sum(1 for c in cells if c["outcome"] == o) for o in CELL_OUTCOMES}
+    worst = next((o for o in CELL_OUTCOMES if counts[o]), ABSENT)
+    said = ", ".join(f"{n} {o.replace('_', ' ')}" for o, n in counts.items() if n)
+    return {"outcome": worst, "sign": SIGNS.get(worst, "?"), "count": counts[worst], "all": counts[worst] == len(cells),
+            "title": f"{family}: {said}"}
 
 
 def _fragment(clause_id: str) -> str:
@@ -193,7 +231,7 @@ def _cell(impl: Implementation, col: Column) -> dict[str, Any]:
     outcome = row["outcome"] if row else ABSENT
     deviation = (row or {}).get("deviation")
     # the run's own page at the clause's row where the site has it, else the clause page
-    href = f"{run.page}#{_fragment(col.id)}" if run.page and row else col.page
+    href = f"{run.page}#{_fragment(col.id)}" if row else col.page
     return {"outcome": outcome, "sign": SIGNS.get(outcome, "?"), "deviation": deviation, "href": href,
             "tests": len(row["tests"]) if row else 0, "run": run}
 
@@ -289,10 +327,11 @@ def _pages(impls: list[Implementation], spec: Spec) -> dict[str, str]:
     levels_present = [lv for lv in LEVELS if any(col.level == lv for col in columns)]
     levels_present += sorted({col.level for col in columns} - set(LEVELS))
     pages: dict[str, str] = {}
+    groups = _family_groups(columns, grid)
     pages["index.html"] = _render(
-        "site_index.html.j2", root="", impls=impls, columns=columns, groups=_family_groups(columns), grid=grid,
+        "site_index.html.j2", root="", impls=impls, columns=columns, groups=groups, grid=grid,
         filter_outcomes=[o for o in CELL_OUTCOMES if o in present], filter_levels=levels_present,
-        filter_families=[g["name"] for g in _family_groups(columns)],
+        filter_families=[g["name"] for g in groups],
         deviations=sum(1 for row in grid for cell in row["cells"] if cell["deviation"]),
         deviation_cols={col.id for row in grid for col, cell in zip(columns, row["cells"], strict=True)
                         if cell["deviation"]},
@@ -319,9 +358,13 @@ def _pages(impls: list[Implementation], spec: Spec) -> dict[str, str]:
             run = impl.newest
             row = next((r for r in run.report["clauses"] if r["id"] == col.id), None)
             rows.append({"impl": impl, "run": run, "row": row, "outcome": row["outcome"] if row else ABSENT,
-                         "href": (f"{run.page}#{_fragment(col.id)}" if run.page and row else run.json)})
+                         "href": (f"{run.page}#{_fragment(col.id)}" if row else run.json)})
         pages[col.page] = _render("site_clause.html.j2", root="../", col=col, clause=col.spec, rows=rows,
                                   spec_version=spec.version)
+    for impl in impls:
+        for run in impl.runs:  # from the report's data alone: nothing of its folder is copied
+            pages[run.json] = dumps(run.report)
+            pages[run.page] = to_html(run.report, shown_path(run.source))
     pages["site.json"] = json.dumps({
         "generator": GENERATOR,
         "spec": spec.version,
@@ -362,7 +405,7 @@ def _check_out(out: Path) -> None:
                             "new folder")
 
 
-def _write(pages: dict[str, str], runs: list[Run], out: Path) -> dict[str, Path]:
+def _write(pages: dict[str, str], out: Path) -> dict[str, Path]:
     """Write the site into a fresh folder beside ``out``, then put it in ``out``'s place."""
     parent = out.parent
     fresh = parent / f".{out.name}.new-{os.getpid()}-{secrets.token_hex(4)}"
@@ -378,13 +421,6 @@ def _write(pages: dict[str, str], runs: list[Run], out: Path) -> dict[str, Path]
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
             written.append(name)
-        for run in runs:
-            (fresh / run.folder).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(run.source, fresh / run.json)
-            written.append(run.json)
-            if run.page:
-                shutil.copyfile(run.source.parent / "index.html", fresh / run.page)
-                written.append(run.page)
         if out.exists():
             old = parent / f".{out.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
             os.rename(out, old)
@@ -411,11 +447,14 @@ def build_site(report_paths: Sequence[Path], out: Path) -> dict[str, Path]:
     if not paths:
         raise SiteError("no reports: name at least one report.json")
     _check_out(out)
+    for path in paths:
+        if path.is_symlink():  # a report folder's file may only be read as itself, never where a link leads
+            raise SiteError(f"{path}: is a link; name the report file itself")
     runs = [Run(load_report(path), path, order) for order, path in enumerate(paths)]
     impls = _implementations(runs)
     spec = load_spec()
     pages = _pages(impls, spec)
-    return _write(pages, [run for impl in impls for run in impl.runs], out)
+    return _write(pages, out)
 
 
 # ------------------------------------------------------------------------------------------------------ CLI

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_tests.exitcodes import USAGE_ERROR
+from conformance_tests.exitcodes import PARTIAL, USAGE_ERROR
 from tests.helpers import ROOT
 from tests.helpers.install import install_kit
 
@@ -62,11 +62,17 @@ def test_the_table_lists_the_kits_commands():
     assert len(_table_commands()) >= 3
 
 
+#: the exit code a row's own words give it where that is not 0: a re-run of the failing tests of the reference's
+#: report (which lists none) runs nothing, a partial run without failures
+ROW_EXIT = {"push-cache-kit certify --failed-from reports/reference/report.json": PARTIAL}
+
+
 @pytest.mark.parametrize("command", _table_commands())
 def test_each_command_runs_as_written(installed, command):
     work, env = installed
     proc = subprocess.run(shlex.split(command), cwd=work, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip(), proc.stdout[-1500:] + proc.stderr[-1500:]
+    assert proc.returncode == ROW_EXIT.get(command, 0) and proc.stdout.strip(), \
+        (command, proc.returncode, proc.stdout[-1500:] + proc.stderr[-1500:])
     # a row that says what the command prints is held to it (the failure branch of verify cannot show here)
     printed = [word for word in _said_to_print(command) if not word.startswith("NOT ")]
     missing = [word for word in printed if word not in proc.stdout]

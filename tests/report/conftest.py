@@ -147,3 +147,26 @@ def passing_report() -> dict[str, Any]:
 def kit() -> ModuleType:
     """This module, for its helpers (row, clause, make_report, CLAUSES)."""
     return sys.modules[__name__]
+
+
+#: the broken adapter of issue 33 (tests/kit/fakes/wrong_entry_adapter.py: a push with src_batch_index == 1 lands
+#: in the wrong destination entry) on three data clauses it breaks and one it passes: 6 failing tests, 5 passing
+WRONG_ENTRY = ("--backend", "wrong_entry_adapter", "--clauses",
+               "push_cache.data.src_batch_slice,push_cache.data.size_default,push_cache.data.placements,"
+               "push_cache.remote.not_linked")
+
+
+@pytest.fixture(scope="session")
+def wrong_entry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A run of the broken adapter, as a vendor meets it: its folder (reports/fake-wrong-entry/ below ``cwd``),
+    its report, and certify's terminal output."""
+    from tests.helpers.certify import certify
+
+    cwd = tmp_path_factory.mktemp("vendor")
+    folder = cwd / "reports" / "fake-wrong-entry"
+    proc = certify(*WRONG_ENTRY, "--report-dir", "reports/fake-wrong-entry", "-q", cwd=cwd)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    import json
+
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    return {"cwd": cwd, "folder": folder, "report": report, "stdout": proc.stdout}

@@ -4,7 +4,7 @@ failing push of a group satisfies and no passing push does, found greedily; and 
 
 from __future__ import annotations
 
-from conformance_tests.push_features import RAISED, SLICE, merge
+from conformance_tests.push_features import RAISED, RETURNED, SLICE, merge
 from conformance_tests.report.causes import likely_causes
 from conformance_tests.report.markdown import MAX_CHARS, to_markdown
 
@@ -31,9 +31,9 @@ def test_a_feature_no_passing_push_shares_is_the_cause():
 
 
 def test_two_defects_give_two_groups_and_the_unexplained_are_said_so():
-    passing = {SLICE: _stats([{"a": 0, "b": "x"}, {"a": 1, "b": "x"}]), RAISED: _stats([{"a": 5, "b": "y"}])}
+    passing = {SLICE: _stats([{"a": 0, "b": "x"}, {"a": 1, "b": "x"}]), RAISED: _stats([{"a": 1, "b": "y"}])}
     failing = ([_failing(i, {"a": 9, "b": "x"}) for i in range(3)] + [_failing(3, {"a": 0, "b": "z"})]
-               + [_failing(4, {"a": 5, "b": "y"}, RAISED)])
+               + [_failing(4, {"a": 1, "b": "y"}, RAISED)])
     groups = likely_causes(failing, passing)
     assert [g["predicate"] for g in groups] == ["a > 1", "b == z", None]
     assert groups[-1]["tests"] == ["t4"] and "shares no feature" in groups[-1]["statement"]
@@ -43,6 +43,33 @@ def test_a_feature_the_passing_pushes_took_too_many_values_of_is_only_compared_b
     passing = {SLICE: _stats([{"n": i} for i in range(100)])}
     (cause,) = likely_causes([_failing(0, {"n": 500})], passing)
     assert cause["predicate"] == "n > 99"
+
+
+def test_a_cause_names_only_the_clauses_its_tests_failed_not_every_clause_they_check():
+    passing = {SLICE: _stats([{"src_batch_index": 0}])}
+    history = {**_failing(0, {"src_batch_index": 1}), "clauses": ["push_cache.history.valid_pushes",
+               "push_cache.remote.not_linked", "push_cache.timeout.exceeded"],
+               "failed_clauses": ["push_cache.history.valid_pushes"]}
+    single = _failing(1, {"src_batch_index": 1})
+    (cause,) = likely_causes([history, single], passing)
+    assert cause["clauses"] == ["push_cache.history.valid_pushes", "push_cache.data.c1"], cause
+
+
+def test_no_share_no_feature_cause_holds_a_push_an_earlier_cause_explains():
+    """A failure of another class (it returned, its slice not checked) whose push has the first cause's feature,
+    while passing pushes of its class have it too: it joins that cause, said as such, never "no feature"."""
+    passing = {SLICE: _stats([{"src_batch_index": 0, "n": 1}]),
+               RETURNED: _stats([{"src_batch_index": 1, "n": 1}, {"src_batch_index": 0, "n": 1}])}
+    failing = [_failing(i, {"src_batch_index": 1, "n": 1}) for i in range(3)]
+    failing += [_failing(3, {"src_batch_index": 1, "n": 1}, RETURNED), _failing(4, {"src_batch_index": 0, "n": 1},
+                                                                                  RETURNED)]
+    groups = likely_causes(failing, passing)
+    assert [g["predicate"] for g in groups] == ["src_batch_index > 0", None], groups
+    first, rest = groups
+    assert first["tests"] == ["t0", "t1", "t2", "t3"] and first["failures"] == 4
+    assert first["statement"].startswith("all 3 failing pushes have src_batch_index > 0; no passing push does")
+    assert "1 more failing push (returned) has it too" in first["statement"]
+    assert rest["tests"] == ["t4"] and rest["statement"].startswith("1 of 5 failing pushes shares no feature")
 
 
 def _report(failures: int) -> dict:

@@ -1,7 +1,12 @@
-"""A failing report leads with its cause: certified on the data clauses, a backend that ignores src_batch_index
-fails 10 clauses; the first screen of its index.html (1280 x 800, Chromium driven by Playwright) shows the likely
-cause the run computed ("src_batch_index > 0") and the first failure message with its byte diff. The screenshot is
-kept in reports/screenshots/ as the test's artefact.
+"""A failing report leads with its cause (issue 33). Two failing runs opened in Chromium at 1280 x 900 (Playwright):
+
+- the broken adapter of tests/kit/fakes/wrong_entry_adapter.py (pushes with src_batch_index == 1 land in the
+  wrong destination entry): the first screen of its index.html shows the verdict, the likely cause in one sentence
+  (its clauses folded into one line, not a wall of links), the failing call with its byte diff and the command that
+  re-runs only the failing tests, and the page does not scroll sideways;
+- a backend that ignores src_batch_index, certified on the data clauses: the cause the run computed
+  ("src_batch_index > 0") and the first failure message on the first screen; its screenshot is kept in
+  reports/screenshots/ as the test's artefact.
 
 Needs Playwright (``tox -e browser`` installs it) and Debian's Chromium; skipped, with the reason, without them.
 """
@@ -11,7 +16,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,8 +30,9 @@ CHROMIUM = next((c for c in (os.environ.get("CHROMIUM"), "/usr/bin/chromium", sh
                  if c and os.access(c, os.X_OK)), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (apt-get install chromium)")
 
-SCREEN = {"width": 1280, "height": 800}
+SCREEN = {"width": 1280, "height": 900}
 ARTEFACT = ROOT / "reports" / "screenshots" / "failing-report-first-screen.png"
+RERUN = "--failed-from reports/fake-wrong-entry/report.json"
 
 
 @pytest.fixture(scope="module")
@@ -36,25 +44,64 @@ def failing_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_the_first_screen_shows_the_likely_cause_and_the_first_failure(failing_report: Path) -> None:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
+                                                                      "--disable-background-networking"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _open(browser: Any, index: Path) -> Any:
+    page = browser.new_page(viewport=SCREEN)
+    page.goto(index.resolve().as_uri())
+    return page
+
+
+def _on_first_screen(page: Any, selector: str) -> Any:
+    element = page.locator(selector).first
+    box = element.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= SCREEN["height"], (selector, box)
+    return element
+
+
+def test_the_broken_adapter_s_first_screen_reads_verdict_cause_call_and_rerun(browser: Any,
+                                                                               wrong_entry_run: dict[str, Any]) -> None:
+    report = wrong_entry_run["report"]
+    cause = report["likely_causes"][0]
+    page = _open(browser, wrong_entry_run["folder"] / "index.html")
+    try:
+        assert "NOT CERTIFIED" in _on_first_screen(page, "#verdict").inner_text()
+        said = _on_first_screen(page, "#first-cause")
+        assert cause["statement"] in said.inner_text(), (said.inner_text(), cause["statement"])
+        box = said.bounding_box()
+        assert box["height"] <= 3 * 24, box  # the sentence and one folded line of clauses, not a wall of links
+        assert "src_batch_index=1" in _on_first_screen(page, "#first-failure").inner_text()
+        assert _on_first_screen(page, "#rerun-command").inner_text().strip().endswith(RERUN)
+        wide = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert wide[0] <= wide[1], ("sideways scroll at 1280 px", wide)
+        said.locator("summary").click()  # the clauses unfold on demand, each a link to its row
+        links = said.locator("a").evaluate_all("els => els.map(e => e.textContent)")
+        assert links == cause["clauses"], links
+    finally:
+        page.close()
+
+
+def test_the_first_screen_shows_the_likely_cause_and_the_first_failure(browser: Any, failing_report: Path) -> None:
     report = json.loads((failing_report / "report.json").read_text(encoding="utf-8"))
     cause = report["likely_causes"][0]
     assert cause["predicate"] == "src_batch_index > 0", cause
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
-                                                                     "--disable-background-networking"])
-        try:
-            page = browser.new_page(viewport=SCREEN)
-            page.goto((failing_report / "index.html").resolve().as_uri())
-            ARTEFACT.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ARTEFACT))  # the first screen only
-            first_cause = page.locator("#likely-causes li.cause").first
-            first_message = page.locator("pre.first-message").first
-            for element in (first_cause, first_message):
-                box = element.bounding_box()
-                assert box is not None and box["y"] < SCREEN["height"], box
-            assert "src_batch_index > 0" in first_cause.inner_text()
-            assert "targeted slice" in first_message.inner_text()  # the byte diff names where the bytes are wrong
-        finally:
-            browser.close()
+    page = _open(browser, failing_report / "index.html")
+    try:
+        ARTEFACT.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTEFACT))  # the first screen only
+        assert "src_batch_index > 0" in _on_first_screen(page, "#first-cause").inner_text()
+        assert "targeted slice" in _on_first_screen(page, "pre.first-message").inner_text()  # the byte diff
+        wide = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert wide[0] <= wide[1], ("sideways scroll at 1280 px", wide)
+    finally:
+        page.close()
     assert ARTEFACT.stat().st_size > 10_000

@@ -173,7 +173,8 @@ def test_badge(every_report, passing_report, tmp_path):
 
 
 def test_formats_derive_from_json_alone(every_report, tmp_path):
+    """From the JSON and where it lies (the re-run command names that report.json)."""
     first = write_reports(every_report, tmp_path / "first")
-    again = render_derived(load_report(first["report.json"]), tmp_path / "again")
+    again = render_derived(load_report(first["report.json"]), tmp_path / "again", first["report.json"])
     for name, path in again.items():
         assert path.read_bytes() == first[name].read_bytes(), name

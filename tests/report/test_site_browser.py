@@ -166,7 +166,11 @@ def test_the_filters_hide_and_show_rows_and_columns_and_keep_their_state_in_the_
     page.locator("#filter-clear").click()
     assert urlsplit(page.url).fragment == ""
     assert len(_visible(page, "#grid tr.impl-row")) == 4
-    assert len(_visible(page, "#grid th.clause-head")) == all_columns
+    # without a filter, the families open by default show their columns, the others their summary column
+    open_families = page.eval_on_selector_all('#grid th.family-head[data-open="true"]', "els => els.map(e => "
+                                              "e.dataset.family)")
+    assert len(_visible(page, "#grid th.clause-head")) == sum(
+        1 for c in site["reports"]["reference"]["clauses"] if c["family"] in open_families) < all_columns
     # family "timeout": only its columns, every implementation still shown
     page.locator('#filter input[data-group="family"][value="timeout"]').check()
     timeout = [c["id"] for c in site["reports"]["reference"]["clauses"] if c["family"] == "timeout"]
@@ -219,6 +223,94 @@ def test_the_links_lead_to_the_implementation_and_clause_pages(site: dict[str, A
     assert dict(outcomes)["reference-vendor"] == "failed" and dict(outcomes)["reference"] == "passed"
     page.go_back()
     page.go_back()
-    page.locator('#grid tr.impl-row[data-impl="reference-vendor"] td.cell[data-outcome=failed] a').first.click()
+    page.locator('#grid tr.impl-row[data-impl="reference-vendor"] td.cell[data-outcome=failed]:not([hidden]) a'
+                 ).first.click()
     assert "/runs/reference-vendor/1/index.html#clause-" in page.url  # the run's own page, at the clause
     assert page.locator("#verdict").inner_text() == site["reports"]["reference-vendor"]["verdict"]["label"]
+
+
+# ------------------------------------------------------------------- every clause of the spec, at 1280 px
+
+NARROW = {"width": 1280, "height": 900}
+#: the families the hand-made vendor fails clauses of (the first two must clauses of each)
+BROKEN = ("restriction", "data", "remote")
+
+
+@pytest.fixture
+def whole_spec_site(kit: Any, tmp_path: Path) -> dict[str, Any]:
+    """Two implementations over every clause of the newest release, one failing two clauses in each of three
+    families; the vendor's report folder holds a planted page with a script, and a link to a page outside it."""
+    clauses = [{"id": c.id, "level": c.level.value, "family": c.family, "title": c.title}
+               for c in SPEC.for_release(SPEC.releases[-1]).clauses]
+    broken = {cid for fam in BROKEN for cid in [c["id"] for c in clauses if c["family"] == fam and c["level"] == "must"][:2]}
+    paths = []
+    for name, failing in (("reference", set()), ("vendor", broken)):
+        rows = [kit.row(c["id"], "ok", "failed" if c["id"] in failing else "passed", c["level"]) for c in clauses]
+        report = kit.make_report(rows, clauses)
+        report["backend"]["name"] = name
+        folder = tmp_path / "in" / name
+        folder.mkdir(parents=True)
+        (folder / "report.json").write_text(json.dumps(report), encoding="utf-8")
+        paths.append(folder / "report.json")
+    (tmp_path / "outside.html").write_text("<script>window.linked = 'ran';</script>", encoding="utf-8")
+    (tmp_path / "in" / "vendor" / "index.html").write_text("<script>window.planted = 'ran';</script>",
+                                                             encoding="utf-8")
+    (tmp_path / "in" / "reference" / "index.html").symlink_to(tmp_path / "outside.html")
+    out = tmp_path / "site"
+    build_site(paths, out)
+    return {"out": out, "clauses": clauses, "broken": broken}
+
+
+def test_the_grid_of_every_clause_fits_1280_px_with_the_failing_families_first_and_open(
+        whole_spec_site: dict[str, Any], browser: Any) -> None:
+    context = browser.new_context(viewport=NARROW)
+    page = context.new_page()
+    try:
+        page.goto((whole_spec_site["out"] / "index.html").resolve().as_uri())
+        assert page.locator("#grid th.clause-head").count() == len(whole_spec_site["clauses"]) == NEWEST
+        wide = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth, "
+                             "document.getElementById('grid-wrap').scrollWidth, "
+                             "document.getElementById('grid-wrap').clientWidth]")
+        assert wide[0] <= wide[1] and wide[2] <= wide[3], ("sideways scroll at 1280 px", wide)
+        heads = page.eval_on_selector_all("#grid th.family-head", "els => els.map(e => [e.dataset.family, "
+                                                                  "e.dataset.open])")
+        families = [f for f, _ in heads]
+        assert set(families[:3]) == set(BROKEN), heads  # the failing families first
+        opened = [f for f, o in heads if o == "true"]
+        size = {f: sum(1 for c in whole_spec_site["clauses"] if c["family"] == f) for f in BROKEN}
+        # the smallest failing families open, as many as fit; the others fold to their summary column
+        assert opened == [f for f in families[:3] if size[f] < max(size.values())], (heads, size)
+        family_of = {c["id"]: c["family"] for c in whole_spec_site["clauses"]}
+        assert set(_visible(page, '#grid tr.impl-row[data-impl="vendor"] td.cell[data-outcome=failed]')) \
+            == {cid for cid in whole_spec_site["broken"] if family_of[cid] in opened}
+        folded = [f for f in BROKEN if f not in opened]
+        summary = page.eval_on_selector_all('#grid tr.impl-row[data-impl="vendor"] td.family-cell',
+                                            "els => els.filter(e => !e.hidden).map(e => [e.dataset.family, "
+                                            "e.dataset.worst, e.textContent.trim()])")
+        assert [s for s in summary if s[0] in folded] == [[f, "failed", "✗2"] for f in folded], summary
+        # a folded family opens on a click (its columns show, the URL keeps it) and folds again
+        closed = next(f for f, o in heads if o == "false")
+        page.locator(f'#grid th.family-head[data-family="{closed}"] button').click()
+        mine = [c["id"] for c in whole_spec_site["clauses"] if c["family"] == closed]
+        assert [c for c in _visible(page, "#grid th.clause-head") if c in mine] == mine
+        assert urlsplit(page.url).fragment == f"open={closed}"
+        page.locator(f'#grid th.family-head[data-family="{closed}"] button').click()
+        assert not [c for c in _visible(page, "#grid th.clause-head") if c in mine]
+        assert urlsplit(page.url).fragment == ""
+    finally:
+        context.close()
+
+
+def test_no_planted_or_linked_script_is_in_the_sites_dom(whole_spec_site: dict[str, Any], browser: Any) -> None:
+    context = browser.new_context(viewport=NARROW)
+    page = context.new_page()
+    try:
+        for run in ("vendor", "reference"):
+            page.goto((whole_spec_site["out"] / "runs" / run / "1" / "index.html").resolve().as_uri())
+            ran = page.evaluate("[typeof window.planted, typeof window.linked]")
+            assert ran == ["undefined", "undefined"], (run, ran)
+            scripts = page.eval_on_selector_all("script", "els => els.map(e => e.textContent)")
+            assert not [t for t in scripts if "window.planted" in t or "window.linked" in t], run
+            assert page.locator("#verdict").count() == 1  # the kit's own page, rendered from the report
+    finally:
+        context.close()
