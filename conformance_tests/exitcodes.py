@@ -45,8 +45,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(INTERNAL_ERROR, "INTERNAL_ERROR",
              "internal error: an INTERNALERROR in pytest or the kit, or the reports could not be written"),
     ExitCode(PARTIAL, "PARTIAL",
-             "partial run, no blocking failure: -k, -m, --deselect, --clauses, test paths, a custom --spec, "
-             "the quick profile, one shard (--shard), an interrupt (Ctrl-C, SIGTERM, SIGHUP) or tests not run; "
+             "partial run, no blocking failure: -k, -m, --deselect, --clauses, --failed-from, test paths, "
+             "a custom --spec, the quick profile, one shard (--shard), an interrupt (Ctrl-C, SIGTERM, SIGHUP) or tests not run; "
              "written beside the full report, never over it"),
     ExitCode(CERTIFIED_WITH_WAIVERS, "CERTIFIED_WITH_WAIVERS",
              "certified with waivers: a full run that would certify, but the expectations file waived "

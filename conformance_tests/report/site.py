@@ -385,7 +385,7 @@ def _pages(impls: list[Implementation], spec: Spec) -> dict[str, str]:
 def _is_site(folder: Path) -> bool:
     try:
         manifest = json.loads((folder / "site.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a planted, deeply nested site.json is no site of ours
         return False
     return isinstance(manifest, dict) and manifest.get("generator") == GENERATOR
 

@@ -426,6 +426,8 @@ def _bad_inputs(tmp: Path, good: Path) -> dict[str, tuple[list[str], str]]:
     (tmp / "a-file").write_text("x", encoding="utf-8")
     (tmp / "foreign").mkdir()
     (tmp / "foreign" / "notes.txt").write_text("mine", encoding="utf-8")
+    (tmp / "deep").mkdir()  # a planted site.json nested past any recursion limit: no site of ours
+    (tmp / "deep" / "site.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     out = str(tmp / "out")
     return {
         "missing report": ([str(tmp / "nope.json"), "--out", out], "no such file"),
@@ -437,13 +439,14 @@ def _bad_inputs(tmp: Path, good: Path) -> dict[str, tuple[list[str], str]]:
         "unknown option": ([str(good), "--out", out, "--colour"], "--colour"),
         "out is a file": ([str(good), "--out", str(tmp / "a-file")], "not a folder"),
         "out holds other files": ([str(good), "--out", str(tmp / "foreign")], "not a site"),
+        "out holds a deep site.json": ([str(good), "--out", str(tmp / "deep")], "not a site"),
         "out cannot be made": ([str(good), "--out", str(tmp / "a-file" / "site")], "cannot write"),
     }
 
 
 @pytest.mark.parametrize("case", ["missing report", "invalid JSON", "not a report", "a folder for a report",
                                   "no reports", "no --out", "unknown option", "out is a file",
-                                  "out holds other files", "out cannot be made"])
+                                  "out holds other files", "out holds a deep site.json", "out cannot be made"])
 def test_bad_input_is_one_line_on_stderr_and_exit_2(case: str, site: dict[str, Any], tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     argv, said = _bad_inputs(tmp_path, site["paths"][0])[case]
