@@ -14,6 +14,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import threading
@@ -25,6 +26,9 @@ from .invocation import CERTIFY_ARGS, pytest_argv
 
 #: how long the certify program waits for threads a backend left running before it exits without them
 THREAD_GRACE_S = 2.0
+#: how long the exit functions (a node host closing its SSH gateways and their ssh clients among them) may take
+#: when the process ends without waiting for a backend's threads
+EXIT_FUNCTIONS_S = 20.0
 #: the modules the kit needs from its dependencies (pyproject's [project] dependencies; a self-test compares):
 #: pytest_rerunfailures is a pytest plugin pytest loads itself, for certify --reruns N
 RUNTIME_MODULES = ("numpy", "yaml", "jsonschema", "pytest", "hypothesis", "pytest_timeout", "pytest_rerunfailures",
@@ -176,6 +180,13 @@ def exit_now_if_threads_linger(code: int, grace: float = THREAD_GRACE_S) -> None
         return
     print(f"push-cache-kit: the backend left {len(left)} non-daemon thread(s) running ({', '.join(left[:5])}); "
           f"exiting with {code} without waiting for them", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os._exit skips the exit functions, and whatever they close (another host's ssh client and its remote python)
+    # would outlive the run: run them first, on a thread of their own, so a hanging one cannot keep the process
+    ender = threading.Thread(target=atexit._run_exitfuncs, name="exit functions", daemon=True)
+    ender.start()
+    ender.join(EXIT_FUNCTIONS_S)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -328,10 +328,14 @@ def test_an_impossible_expiry_date_is_one_usage_line(tmp_path):
 
 def test_the_process_exits_after_the_reports_when_the_backend_leaks_threads(tmp_path):
     out = tmp_path / "r"
-    proc = certify("--backend", "leaky_thread_backend", "--clauses", SMALL, "--report-dir", str(out), timeout=90)
+    mark = tmp_path / "exit-functions-ran"
+    proc = certify("--backend", "leaky_thread_backend", "--clauses", SMALL, "--report-dir", str(out), timeout=90,
+                   env={"LEAKY_EXIT_MARK": str(mark)})
     assert proc.returncode == PARTIAL, output(proc)
     assert load(out)["verdict"]["label"] == "PARTIAL"
     assert "non-daemon thread(s) running" in proc.stderr
+    # the exit functions still run (the node host closes its SSH gateways there): nothing it started outlives it
+    assert mark.is_file(), output(proc)
 
 
 def test_certify_help_shows_the_kits_options_and_exit_codes_first():
