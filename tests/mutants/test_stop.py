@@ -17,8 +17,6 @@ import pytest
 from mutants.children import PARENT_POLL_S, STOP_GRACE_S
 from tests.helpers import ROOT, child_pythonpath
 
-pytestmark = pytest.mark.xdist_group("test_stop")
-
 #: two mutants, each certified on the whole suite (tens of seconds): a run left to itself outlasts the bound
 MUTANTS = "ignores_src_batch_index,one_byte_past"
 #: the run's bound after the signal: its children's grace, the parent poll, and its own exit
