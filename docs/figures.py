@@ -57,11 +57,32 @@ def report_figures(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def matrix_figures(matrix: dict[str, Any]) -> dict[str, Any]:
+    """The kill matrix's summary: its counts, and the mutants the histories alone killed by name (so that a run
+    without a matrix still checks the record against the catalog)."""
     mutants = matrix["mutants"]
+    alone = sorted(m["name"] for m in mutants if m["status"] == "killed" and m["killed_by"] == ["histories"])
     return {"killed": matrix["killed"], "total": matrix["total"],
             "should": sum(1 for m in mutants if m["breaks"] == "should"),
-            "histories_only": sum(1 for m in mutants if m["status"] == "killed" and m["killed_by"] == ["histories"]),
+            "histories_only": len(alone), "histories_alone": alone,
             "seconds": round(float(matrix["seconds"]))}
+
+
+def catalog_problems(recorded: dict[str, Any], catalog: list[Any]) -> list[str]:
+    """Where the recorded mutants' figures disagree with the catalog (``mutants.catalog.MUTANTS``): every mutant
+    counted, each killed (tox -e mutants fails otherwise), the should ones counted, and the histories alone
+    having killed every mutant the catalog leaves to them (``by="histories"``), and only catalogued mutants."""
+    names = {m.name for m in catalog}
+    by_histories = {m.name for m in catalog if m.by == "histories"}
+    alone = set(recorded["histories_alone"])
+    problems = [f"{key}: recorded {recorded[key]}, the catalog gives {want}" for key, want in (
+        ("total", len(catalog)), ("killed", len(catalog)),
+        ("should", sum(1 for m in catalog if m.breaks == "should")), ("histories_only", len(alone))) if
+        recorded[key] != want]
+    if by_histories - alone:
+        problems.append(f"histories_alone lacks {sorted(by_histories - alone)} (catalogued by=\"histories\")")
+    if alone - names:
+        problems.append(f"histories_alone names {sorted(alone - names)}, not in the catalog")
+    return problems
 
 
 def record() -> dict[str, Any]:
