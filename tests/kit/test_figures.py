@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 from types import ModuleType
 
 import pytest
@@ -88,3 +90,39 @@ def test_the_recorded_mutants_are_the_last_runs():
     kept = ("killed", "total", "should", "histories_only", "histories_alone")
     assert {k: recorded[k] for k in kept} == {k: last[k] for k in kept}, \
         "docs/figures.json is stale: python docs/figures.py --record --write"
+
+
+def test_the_recorded_self_tests_are_the_default_tox_command():
+    """The README's tox time is a record of tox.ini's default command (python docs/figures.py --time-tests), and
+    no other sentence of the README states a time for it."""
+    figures = _figures()
+    recorded = figures.load().get("tox")
+    assert recorded, "docs/figures.json has no timed tox run: python docs/figures.py --time-tests, then --write"
+    command = shlex.join(["pytest", *figures.default_test_command()])
+    assert recorded["command"] == command, \
+        f"docs/figures.json times `{recorded['command']}`, tox.ini's default is `{command}`: --time-tests again"
+    assert recorded["passed"] > 0 and recorded["failed"] == 0 and recorded["seconds"] > 0, recorded
+    outside = figures.README.read_text(encoding="utf-8").replace(figures.documented(), "")
+    stated = [ln for ln in outside.splitlines() if re.search(r"\btox\b\s+#.*\d+\s*(min|minutes|s)\b", ln)]
+    assert not stated, f"README.md states the tox time outside the generated figures: {stated}"
+
+
+def test_junit_counts_read_a_failing_run(tmp_path):
+    junit = tmp_path / "junit.xml"
+    junit.write_text('<testsuites><testsuite tests="10" skipped="2" failures="1" errors="1" time="3.0"/>'
+                     "</testsuites>", encoding="utf-8")
+    assert _figures().junit_counts(junit) == {"passed": 6, "skipped": 2, "failed": 2}
+
+
+def test_what_the_default_run_leaves_out_runs_in_ci():
+    """The default tox command deselects the heavy tests; tox -e heavy selects exactly them, and CI runs it."""
+    import configparser
+
+    ini = configparser.ConfigParser(interpolation=None)
+    ini.read(ROOT / "tox.ini", encoding="utf-8")
+    default = _figures().default_test_command()
+    assert default[default.index("-m") + 1] == "not heavy", default
+    heavy = shlex.split(ini["testenv:heavy"]["commands"])
+    assert heavy[heavy.index("-m") + 1] == "heavy", heavy
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^python3 -m tox -e heavy$", ci, re.M), ".ci/run does not run tox -e heavy"
