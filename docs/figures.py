@@ -204,7 +204,8 @@ def tests_line(x: dict[str, Any]) -> str:
     busy = x["load_at_start"] >= 0.5 * x["cpus"]  # half the cores busy before it started: others shared them
     shared = (f", load average {x['load_at_start']} at its start: other work shared the cores" if busy else "")
     failed = f", {x['failed']} failed" if x["failed"] else ""
-    return (f"- `tox` (the self-tests: tox.ini's `{x['command']}`): {x['passed']:,} passed, {x['skipped']} skipped"
+    return (f"- `tox` (the self-tests: tox.ini's `{x['command']}`, timed without tox's own setup of its "
+            f"environment): {x['passed']:,} passed, {x['skipped']} skipped"
             f"{failed} in {minutes} min {seconds:02d} s of wall time on the {x['cpus']}-core development machine "
             f"(measured {x['measured']}{shared}; `python docs/figures.py --time-tests`).")
 
