@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from . import exitcodes
 from .invocation import CERTIFY_ARGS, pytest_argv
+from .usage_parser import UsageParser
 
 #: how long the certify program waits for threads a backend left running before it exits without them
 THREAD_GRACE_S = 2.0
@@ -192,10 +193,14 @@ def exit_now_if_threads_linger(code: int, grace: float = THREAD_GRACE_S) -> None
     os._exit(code)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    program = argv is None  # run as a program (python -m / the console script), not called from Python
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(
+#: the subcommands other modules hold: each module's ``main(argv)`` parses its own arguments (one line for a bad one)
+DELEGATES = {"clauses": "conformance_tests.spec_cli", "report": "conformance_tests.report.cli",
+             "site": "conformance_tests.report.site"}
+
+
+def front_parser() -> argparse.ArgumentParser:
+    """The front door's parser: its help lists the subcommands (each parses its own arguments)."""
+    parser = UsageParser(
         prog="push-cache-kit",
         description="Conformance kit for LLM-DataDist CacheManager.push_cache.",
         epilog="certify forwards every further argument to pytest (e.g. --backend, --spec-version, "
@@ -207,8 +212,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("clauses", help="list or show spec clauses", add_help=False)
     sub.add_parser("report", help="render, summarize or diff reports", add_help=False)
     sub.add_parser("site", help="build a static results site from report.json files", add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    program = argv is None  # run as a program (python -m / the console script), not called from Python
+    argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        parser.print_help()
+        front_parser().print_help()
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     try:
@@ -217,12 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if program:
                 exit_now_if_threads_linger(code)
             return code
-        if command == "clauses":
-            return _delegate("conformance_tests.spec_cli", rest)
-        if command == "report":
-            return _delegate("conformance_tests.report.cli", rest)
-        if command == "site":
-            return _delegate("conformance_tests.report.site", rest)
+        if command in DELEGATES:
+            return _delegate(DELEGATES[command], rest)
     except ModuleNotFoundError as exc:  # the kit or a dependency is not installed in this Python
         return _missing(exc.name or str(exc))
     except BrokenPipeError:  # `push-cache-kit clauses | head`: the reader left; nothing more to say to it

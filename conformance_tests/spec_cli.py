@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from conformance_tests.spec import LEVELS, Clause, Spec, SpecError, families, load_spec
+from conformance_tests.usage_parser import UsageParser
 
 COLUMNS = ("ID", "LEVEL", "FAMILY", "SINCE", "UNTIL", "EXPECT")
 
 
 def build_parser(prog: str = "push-cache-kit clauses") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="List the clauses of the push_cache spec.")
+    parser = UsageParser(prog=prog, description="List the clauses of the push_cache spec.")
     parser.add_argument("--spec", metavar="PATH", help="spec YAML to read (default: the packaged spec)")
     parser.add_argument("--release", metavar="NAME",
                         help="only clauses that hold in this release (since <= NAME < until)")
@@ -103,7 +104,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
-    except SystemExit as exc:  # argparse already printed usage / the error
+    except SystemExit as exc:  # --help, or a bad option said in one line (usage_parser)
         return int(exc.code) if isinstance(exc.code, int) else 2
     try:
         spec = load_spec(args.spec, release=args.release)

@@ -6,6 +6,9 @@ what it states.
 
     python docs/figures.py --record   read those files into docs/figures.json (after tox -e certify,mutants,bench;
                                       the NIXL figures are kept from the last record where that file is missing)
+    python docs/figures.py --time-tests  run the default tox environment's command (tox.ini) in this Python, timed,
+                                      and record its counts (from its JUnit XML), wall time, date and the load
+                                      average at its start (other work on the cores) in docs/figures.json
     python docs/figures.py --write    put docs/figures.json's figures into README.md (between the markers)
     python docs/figures.py            print the README block
 
@@ -15,8 +18,16 @@ figures (tests, clauses, calls, layouts, verdicts, mutants) are the last run's, 
 
 from __future__ import annotations
 
+import configparser
+import datetime
 import json
+import os
+import re
+import shlex
+import subprocess
 import sys
+import time
+import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,6 +39,8 @@ REPORT = ROOT / "reports" / "reference" / "report.json"
 KILL_MATRIX = ROOT / "reports" / "mutants" / "kill-matrix.json"
 BENCH = ROOT / "reports" / "bench" / "reference.json"
 NIXL_CERTIFY = ROOT / "reports" / "bench" / "nixl-certify.json"
+TOX_INI = ROOT / "tox.ini"
+SELF_TESTS_JUNIT = ROOT / "reports" / "self-tests" / "junit.xml"
 BEGIN, END = "<!-- figures:begin (docs/figures.py --write; from docs/figures.json) -->", "<!-- figures:end -->"
 
 
@@ -57,11 +70,77 @@ def report_figures(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def matrix_figures(matrix: dict[str, Any]) -> dict[str, Any]:
+    """The kill matrix's summary: its counts, and the mutants the histories alone killed by name (so that a run
+    without a matrix still checks the record against the catalog)."""
     mutants = matrix["mutants"]
+    alone = sorted(m["name"] for m in mutants if m["status"] == "killed" and m["killed_by"] == ["histories"])
     return {"killed": matrix["killed"], "total": matrix["total"],
             "should": sum(1 for m in mutants if m["breaks"] == "should"),
-            "histories_only": sum(1 for m in mutants if m["status"] == "killed" and m["killed_by"] == ["histories"]),
+            "histories_only": len(alone), "histories_alone": alone,
             "seconds": round(float(matrix["seconds"]))}
+
+
+def catalog_problems(recorded: dict[str, Any], catalog: list[Any]) -> list[str]:
+    """Where the recorded mutants' figures disagree with the catalog (``mutants.catalog.MUTANTS``): every mutant
+    counted, each killed (tox -e mutants fails otherwise), the should ones counted, and the histories alone
+    having killed every mutant the catalog leaves to them (``by="histories"``), and only catalogued mutants."""
+    names = {m.name for m in catalog}
+    by_histories = {m.name for m in catalog if m.by == "histories"}
+    alone = set(recorded["histories_alone"])
+    problems = [f"{key}: recorded {recorded[key]}, the catalog gives {want}" for key, want in (
+        ("total", len(catalog)), ("killed", len(catalog)),
+        ("should", sum(1 for m in catalog if m.breaks == "should")), ("histories_only", len(alone))) if
+        recorded[key] != want]
+    if by_histories - alone:
+        problems.append(f"histories_alone lacks {sorted(by_histories - alone)} (catalogued by=\"histories\")")
+    if alone - names:
+        problems.append(f"histories_alone names {sorted(alone - names)}, not in the catalog")
+    return problems
+
+
+def default_test_command() -> list[str]:
+    """The pytest arguments of the default tox environment: tox.ini's [testenv] command with its default posargs."""
+    ini = configparser.ConfigParser(interpolation=None)
+    ini.read(TOX_INI, encoding="utf-8")
+    commands = [ln.strip() for ln in ini["testenv"]["commands"].splitlines() if ln.strip() and not
+                ln.strip().startswith("#")]
+    found = re.fullmatch(r"pytest \{posargs:(.*)\}", commands[0]) if len(commands) == 1 else None
+    if found is None:
+        raise SystemExit(f"figures: {TOX_INI.name} [testenv] commands is not one `pytest {{posargs:...}}`: {commands}")
+    return shlex.split(found.group(1))
+
+
+def junit_counts(path: Path) -> dict[str, int]:
+    """passed, skipped, failed (failures and errors) of a pytest JUnit XML file."""
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    total = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "skipped", "failures", "errors")}
+    failed = total["failures"] + total["errors"]
+    return {"passed": total["tests"] - total["skipped"] - failed, "skipped": total["skipped"], "failed": failed}
+
+
+def time_tests() -> dict[str, Any]:
+    """Run the default tox environment's command here, timed; record what it gave in docs/figures.json."""
+    args = default_test_command()
+    SELF_TESTS_JUNIT.parent.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[0]
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pytest", *args, f"--junitxml={SELF_TESTS_JUNIT}"], cwd=ROOT,
+                          env={**os.environ, "PYTHONHASHSEED": "0"})
+    seconds = round(time.monotonic() - started)
+    counts = junit_counts(SELF_TESTS_JUNIT)
+    if proc.returncode != 0 or counts["failed"]:
+        raise SystemExit(f"figures: the self-tests failed (exit {proc.returncode}, {counts}): nothing recorded")
+    figures = load_figures_or_empty()
+    figures["tox"] = {"command": shlex.join(["pytest", *args]), "seconds": seconds, **counts,
+                      "measured": datetime.date.today().isoformat(), "cpus": os.cpu_count(),
+                      "load_at_start": round(load, 1)}
+    FIGURES.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    return figures
+
+
+def load_figures_or_empty() -> dict[str, Any]:
+    return load() if FIGURES.exists() else {}
 
 
 def record() -> dict[str, Any]:
@@ -75,6 +154,8 @@ def record() -> dict[str, Any]:
         nixl = load().get("nixl") if FIGURES.exists() else None
     if nixl is not None:
         figures["nixl"] = nixl
+    if FIGURES.exists() and "tox" in load():  # measured by --time-tests, not read from a run's file
+        figures["tox"] = load()["tox"]
     FIGURES.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return figures
 
@@ -84,7 +165,8 @@ def block(f: dict[str, Any]) -> str:
     s, c, m, b = f["spec"], f["certify"], f["mutants"], f["bench"]
     not_supported = (f" ({c['not_supported']} test not supported: the may clause for products the documentation "
                      "does not support, which the reference, an emulator, does not declare)" if c["not_supported"] else "")
-    lines = [
+    lines = [tests_line(f["tox"])] if "tox" in f else []
+    lines += [
         f"- `tox -e certify` on the reference backend: {c['tests']} tests over the {s['clauses']} clauses of release "
         f"{s['release']} ({s['must']} must, {s['should']} should, {s['may']} may), uncovered clauses: "
         f"{c['uncovered'] or 'none'}, verdict {c['verdict']}{not_supported}; **{c['push_calls']:,} `push_cache` "
@@ -116,6 +198,18 @@ def block(f: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tests_line(x: dict[str, Any]) -> str:
+    """The README's line for the timed default tox run."""
+    minutes, seconds = divmod(int(x["seconds"]), 60)
+    busy = x["load_at_start"] >= 0.5 * x["cpus"]  # half the cores busy before it started: others shared them
+    shared = (f", load average {x['load_at_start']} at its start: other work shared the cores" if busy else "")
+    failed = f", {x['failed']} failed" if x["failed"] else ""
+    return (f"- `tox` (the self-tests: tox.ini's `{x['command']}`, timed without tox's own setup of its "
+            f"environment): {x['passed']:,} passed, {x['skipped']} skipped"
+            f"{failed} in {minutes} min {seconds:02d} s of wall time on the {x['cpus']}-core development machine "
+            f"(measured {x['measured']}{shared}; `python docs/figures.py --time-tests`).")
+
+
 def documented() -> str:
     text = README.read_text(encoding="utf-8")
     return text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip("\n") + "\n"
@@ -135,6 +229,8 @@ def load() -> dict[str, Any]:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--record"]:
         record()
+    elif sys.argv[1:] == ["--time-tests"]:
+        time_tests()
     elif sys.argv[1:] == ["--write"]:
         write(load())
     else:

@@ -13,10 +13,11 @@ names the clause tests it goes through unseen). The matrix is printed and writte
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
 import os
-import subprocess
+import signal
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -27,6 +28,7 @@ from typing import Any
 from conformance_tests.report.model import LABEL_KIND
 from conformance_tests.spec import load_spec
 from mutants.catalog import MUTANTS, Mutant
+from mutants.children import STOP_SIGNALS, Children, Stopped, raise_stopped, watch_parent
 
 CAUGHT = {"failed", "flaky", "incompatible"}
 LEVELS = ("must", "should")
@@ -80,7 +82,7 @@ def catalog_problems(mutants: list[Mutant], levels: dict[str, str]) -> list[str]
     return problems
 
 
-def certify(mutant: Mutant, out_dir: Path, extra: list[str]) -> Result:
+def certify(mutant: Mutant, out_dir: Path, extra: list[str], children: Children) -> Result:
     report_dir = out_dir / mutant.name
     argv = [sys.executable, "-m", "conformance_tests", "certify", "--isolation", "off",
             "--backend", f"mutants.catalog:{mutant.name}",
@@ -88,14 +90,14 @@ def certify(mutant: Mutant, out_dir: Path, extra: list[str]) -> Result:
     if mutant.focus:
         argv += ["--clauses", ",".join(mutant.focus)]
     started = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    returncode, stdout, stderr = children.run(argv, {**os.environ, "PYTHONHASHSEED": "0"})
     result = Result(mutant.name, mutant.defect, list(mutant.targets), mutant.breaks, verdict="?",
                     seconds=round(time.monotonic() - started, 1), by=mutant.by)
     report_path = report_dir / "report.json"
     if not report_path.exists():
         result.status = "error"
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
-        result.detail = f"no report (exit {proc.returncode}): " + " | ".join(tail)
+        tail = (stdout + stderr).strip().splitlines()[-5:]
+        result.detail = f"no report (exit {returncode}): " + " | ".join(tail)
         return result
     judge(mutant, json.loads(report_path.read_text()), result,
           {c.id: c.procedure.name for c in load_spec().clauses})
@@ -213,13 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"certifying {len(chosen)} mutants, {max(1, args.jobs)} at a time; a line as each ends", flush=True)
     counter = len(f"[{len(chosen)}/{len(chosen)}] ")
     print(" " * counter + header(width), flush=True)
-    done: dict[str, Result] = {}
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(certify, m, out, extra) for m in chosen]
-        for k, future in enumerate(as_completed(futures), 1):
-            r = future.result()
-            done[r.name] = r
-            print(f"[{k}/{len(chosen)}]".ljust(counter) + line(r, width), flush=True)
+    done, stopped_by = _certify_all(chosen, out, extra, max(1, args.jobs), (counter, width))
+    if stopped_by:
+        return 128 + stopped_by  # as a shell reports a process the signal ended
     results = [done[m.name] for m in chosen]  # the matrix in catalog order
     print_matrix(results)
     elapsed = round(time.monotonic() - started, 1)
@@ -229,6 +227,41 @@ def main(argv: list[str] | None = None) -> int:
     print(f"matrix: {out / 'kill-matrix.json'} ({elapsed} s)")
     return 0 if all(r.status == "killed" for r in results) else 1
 
+
+def _certify_all(chosen: list[Mutant], out: Path, extra: list[str], jobs: int,
+                 columns: tuple[int, int]) -> tuple[dict[str, Result], int]:
+    """Each mutant's result, a line as each ends, and the signal that ended the run (0: none); on a signal every
+    certify process has ended before this returns."""
+    counter, width = columns
+    children = Children()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, raise_stopped)
+    watch_parent()
+    done: dict[str, Result] = {}
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    stopped_by, finished = 0, False
+    try:
+        futures = [pool.submit(certify, m, out, extra, children) for m in chosen]
+        for k, future in enumerate(as_completed(futures), 1):
+            r = future.result()
+            done[r.name] = r
+            print(f"[{k}/{len(chosen)}]".ljust(counter) + line(r, width), flush=True)
+        finished = True
+    except KeyboardInterrupt:
+        stopped_by = signal.SIGINT
+    except Stopped as exc:
+        stopped_by = exc.signum
+    finally:
+        if not finished:  # a signal, or stdout gone with the parent (BrokenPipeError): the children end first
+            for signum in (*STOP_SIGNALS, signal.SIGINT):  # a second signal must not cut the cleanup short
+                signal.signal(signum, signal.SIG_IGN)
+            children.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+    if stopped_by:
+        with contextlib.suppress(OSError):  # the terminal or the parent may be gone
+            print(f"mutants.run: stopped by {signal.Signals(stopped_by).name}: {len(done)}/{len(chosen)} mutants "
+                  "certified, every certify process ended; no kill matrix written", file=sys.stderr, flush=True)
+    return done, stopped_by
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..usage_parser import UsageParser
 from .builder import outcome_for
 from .diff import diff_reports, format_diff
 from .markdown import format_compatibility
@@ -25,7 +26,7 @@ from .schema import ReportError, load_report
 
 
 def _parser(prog: str | None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         prog=prog or "python -m conformance_tests report",
         description="Render, summarise and compare push_cache conformance reports (report.json).",
     )

@@ -50,6 +50,7 @@ def vendor_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
     return project, env
 
 
+@pytest.mark.heavy  # two full certifications through the adapter's own process: tox -e heavy (CI) runs them
 @pytest.mark.parametrize(("command", "expected"), _commands())
 def test_the_readme_command_gives_the_stated_verdict(vendor_folder, command, expected):
     project, env = vendor_folder

@@ -8,6 +8,7 @@ file system can hold written all the same; what a killed run left behind cleaned
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conformance_tests.__main__ import DELEGATES, front_parser, main
 from conformance_tests.bounded_yaml import MAX_ALIASES, MAX_FILE_BYTES
 from conformance_tests.exitcodes import PARTIAL, USAGE_ERROR
 from conformance_tests.expectations import ExpectationsError, load_expectations
@@ -121,3 +123,54 @@ def test_the_next_write_cleans_what_a_killed_run_left(tmp_path):
     write_files({"report.json": "{}"}, folder)
     assert not stale_set.exists() and not old_set.exists() and not half.exists()
     assert sorted(os.listdir(folder)) == ["report.json"]
+
+
+# ------------------------------------------------------------------------------ a bad option, every subcommand
+
+
+def _delegate_parsers() -> dict[str, argparse.ArgumentParser]:
+    from conformance_tests import spec_cli
+    from conformance_tests.report import cli as report_cli
+    from conformance_tests.report import site
+
+    parsers = {"clauses": spec_cli.build_parser(), "report": report_cli._parser(None), "site": site._parser(None)}
+    assert set(parsers) == set(DELEGATES), f"a subcommand this test does not walk: {sorted(set(DELEGATES) ^ set(parsers))}"
+    return parsers
+
+
+def _valid_prefixes(parser: argparse.ArgumentParser, path: list[str]) -> list[list[str]]:
+    """Each of ``parser``'s (sub)commands with its required arguments filled in, so only the bad option is wrong."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if subs:
+        return [p for name, child in subs[0].choices.items() for p in _valid_prefixes(child, [*path, name])]
+    filled = list(path)
+    for action in parser._actions:
+        if not action.option_strings:
+            filled += ["x.json"] if action.nargs != "*" else []
+        elif action.required:
+            filled += [action.option_strings[0], "x"]
+    return [filled]
+
+
+def _bad_option_argvs() -> list[tuple[list[str], bool]]:
+    """(argv, whether its one line must name --bogus): every (sub)command with all it requires and the bad option
+    (the line names it), and every command with the bad option alone (the line may name what is missing first)."""
+    front = [a for a in front_parser()._actions if isinstance(a, argparse._SubParsersAction)][0]
+    parsers = _delegate_parsers()
+    complete = [([*p, "--bogus"], True) for name in front.choices if name in parsers
+                for p in _valid_prefixes(parsers[name], [name])]
+    return complete + [([name, "--bogus"], name not in parsers) for name in front.choices]
+
+
+@pytest.mark.parametrize(("argv", "names_it"), _bad_option_argvs(), ids=lambda v: " ".join(v) if isinstance(v, list) else str(v))
+def test_a_bad_option_of_every_subcommand_is_one_line_and_exit_2(argv, names_it, capsys):
+    if argv[0] == "certify":  # pytest's option parser: run as a user runs it
+        proc = certify(*argv[1:], "--no-reports")
+        code, out, err = proc.returncode, proc.stdout, proc.stderr
+    else:
+        code = main(argv)
+        out, err = capsys.readouterr()
+    lines = [ln for ln in (out + err).splitlines() if ln.strip()]
+    assert code == USAGE_ERROR and len(lines) == 1, f"push-cache-kit {' '.join(argv)} -> exit {code}: {lines}"
+    if names_it:
+        assert "--bogus" in lines[0], f"push-cache-kit {' '.join(argv)}: {lines[0]}"

@@ -4,9 +4,11 @@ missing, or an option is wrong, the command says so in one line and exits 2."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from conformance_tests.exitcodes import PARTIAL, USAGE_ERROR
 from tests.helpers import ROOT
 from tests.helpers.install import install_kit
+from tests.helpers.ssh import CI_ENV
 
 pytestmark = pytest.mark.xdist_group("test_readme_commands")
 
@@ -124,3 +127,99 @@ def test_certify_help_without_one_dependency_is_one_line_and_exit_2():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     assert proc.returncode == USAGE_ERROR and len(lines) == 1 and "lacks 'msgpack'" in lines[0], lines
+
+
+def _tox_section() -> str:
+    """tox.ini's [tox] section as written."""
+    text = (ROOT / "tox.ini").read_text(encoding="utf-8")
+    return text[text.index("[tox]"):text.index("\n[", text.index("[tox]"))] + "\n"
+
+
+def _after_tox(folder: Path, tox: str, core: str) -> subprocess.CompletedProcess[str]:
+    """``python -m venv .venv`` in ``folder`` after tox ran an environment there under the [tox] section ``core``."""
+    folder.mkdir()
+    # a one-module package installed editable, as the kit's environments are: tox points its redirect file at such
+    # an environment
+    (folder / "tox.ini").write_text(core + "\n[testenv:noop]\npackage = editable\ncommands = python -c pass\n",
+                                    encoding="utf-8")
+    (folder / "pyproject.toml").write_text('[project]\nname = "noop"\nversion = "0"\n[build-system]\nrequires = '
+                                           '["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n',
+                                           encoding="utf-8")
+    (folder / "noop.py").write_text("", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOX", "_TOX", "VIRTUAL_ENV", "PYTHONPATH"))}
+    ran = subprocess.run([tox, "-e", "noop", "-q"], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, f"tox -e noop in {folder}: {ran.stdout[-800:]}{ran.stderr[-800:]}"
+    return subprocess.run([sys.executable, "-m", "venv", "--without-pip", ".venv"], cwd=folder, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_documented_venv_step_works_where_tox_has_run(tmp_path):
+    """README ("Certify llm_datadist on an Ascend host"): `python3.11 -m venv .venv` in the checkout, which a tox
+    run must leave free (tox writes a .venv redirect file there unless tox.ini says venv_redirect = false)."""
+    assert "python3.11 -m venv .venv" in (ROOT / "README.md").read_text(encoding="utf-8")
+    tox = shutil.which("tox")
+    if tox is None:
+        why = "no tox on PATH"
+        if os.environ.get(CI_ENV):
+            pytest.fail(f"${CI_ENV} is set, and {why}", pytrace=False)
+        pytest.skip(why)
+    made = _after_tox(tmp_path / "kit", tox, _tox_section())
+    assert made.returncode == 0 and (tmp_path / "kit" / ".venv" / "bin" / "python").exists(), \
+        f"python -m venv .venv after tox -e noop with tox.ini's [tox]: {made.stderr[-800:]}"
+    # the check can fail: without the setting this tox leaves a file where the venv goes (older ones wrote none)
+    without = _after_tox(tmp_path / "without", tox, _tox_section().replace("venv_redirect = false", ""))
+    redirect = tmp_path / "without" / ".venv"
+    assert redirect.is_file() and without.returncode != 0, \
+        f"without venv_redirect = false, tox wrote no .venv file: this check could not fail ({without.stderr[-400:]})"
+
+
+def _readme_block(lang: str, after: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"```{lang}\n", text.index(after)) + len(lang) + 4
+    return text[start:text.index("```", start)]
+
+
+def test_a_backend_registered_as_the_readme_says_is_certified_by_name(installed, tmp_path):
+    """The README's entry-point table, in a vendor package's pyproject.toml: installed beside the kit, the name it
+    gives is a --backend."""
+    import tomllib
+
+    work, env = installed
+    table = _readme_block("toml", "push_cache_conformance.backends")
+    (name, target), = tomllib.loads(table)["project"]["entry-points"]["push_cache_conformance.backends"].items()
+    module, attr = target.split(":")
+    package = tmp_path / "vendor"
+    (package / module.rsplit(".", 1)[0].replace(".", "/")).mkdir(parents=True)
+    (package / (module.replace(".", "/") + ".py")).write_text(
+        (ROOT / "examples" / "third_party_backend" / "adapter.py").read_text(encoding="utf-8"), encoding="utf-8")
+    (package / module.rsplit(".", 1)[0].replace(".", "/") / "__init__.py").write_text("", encoding="utf-8")
+    (package / "pyproject.toml").write_text(
+        '[project]\nname = "acme-kv-adapter"\nversion = "1.0"\n[build-system]\nrequires = ["setuptools>=61"]\n'
+        'build-backend = "setuptools.build_meta"\n' + table, encoding="utf-8")
+    python = Path(shutil.which("push-cache-kit", path=env["PATH"]) or "").parent / "python"
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--quiet",
+                          str(package)], capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stdout[-800:] + pip.stderr[-800:]
+    out = tmp_path / "report"
+    proc = subprocess.run(["push-cache-kit", "certify", "--backend", name, "--clauses", "push_cache.signature.*",
+                           "--report-dir", str(out), "-q"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 5 and (out / "report.json").is_file(), proc.stdout[-1500:] + proc.stderr[-800:]
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["backend"]["spec"] == target and report["backend"]["name"] == "acme-kv", report["backend"]
+
+
+def test_the_readme_says_which_profiles_replace_the_full_report():
+    """A profile with certification's examples or more makes a full run, whose reports replace
+    reports/<backend>/; one with fewer is PARTIAL (conformance_tests/finish.py completeness)."""
+    from hypothesis import settings
+
+    import conformance_tests.profiles  # noqa: F401 - registers the profiles
+    from conformance_tests.profiles import CERTIFY_EXAMPLES
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `tox -e certify -- --hypothesis-profile (\w+)` \| (.*) \|$", text, re.M)
+    assert {name for name, _ in rows} == {"explore", "quick"}, rows
+    for name, said in rows:
+        full = settings.get_profile(name).max_examples >= CERTIFY_EXAMPLES
+        assert ("replace `reports/reference/`" in said, "PARTIAL" in said) == (full, not full), (name, said)

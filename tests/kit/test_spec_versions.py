@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conformance_tests.exitcodes import USAGE_ERROR
 from tests.helpers import ROOT
 from tests.helpers.certify import IN_PROCESS
@@ -40,6 +42,7 @@ def test_a_release_the_backend_does_not_declare_is_refused(tmp_path):
     assert "9.0.0" in proc.stdout + proc.stderr
 
 
+@pytest.mark.heavy  # a full certification of the reference: tox -e heavy (CI) runs it
 def test_the_reference_against_8_3_alpha003(tmp_path):
     proc, report = _certify(tmp_path, "--spec-version", "8.3.RC1.alpha003")
     assert proc.returncode == 0 and report["spec"]["version"] == "8.3.RC1.alpha003"

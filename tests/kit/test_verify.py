@@ -66,6 +66,7 @@ def small(tmp_path_factory) -> Path:
     return out / "report.json"
 
 
+@pytest.mark.heavy  # a full certification and its full re-run: tox -e heavy (CI) runs it
 def test_the_reference_certification_is_verified_row_for_row(full, tmp_path):
     """Two runs of the certify profile: the same verdict, the same rows (messages, repro, hypothesis statistics
     included) and the same drawn layouts."""
