@@ -272,3 +272,72 @@ def test_a_deep_report_in_the_merge_folder_is_not_a_full_one(tmp_path):
 
     (tmp_path / "report.json").write_text(_deep(100_000))
     assert holds_full_report(tmp_path) is False
+
+
+# ------------------------------------------------------------------------------------------ relabelled reports
+
+
+def _edited(src: Path, dst: Path, edit) -> Path:
+    report = json.loads(src.read_text())
+    edit(report)
+    dst.write_text(json.dumps(report))
+    return dst
+
+
+def test_verify_names_a_relabelled_backend(small, tmp_path):
+    """What the merge cannot see (a backend relabelled in its report), the re-run does."""
+    renamed = _edited(small, tmp_path / "renamed.json", lambda r: r["backend"].update(name="acme"))
+    proc = run_verify(renamed, ROOT)
+    assert proc.returncode == 1 and "  backend.name: acme in the report, reference now" in proc.stdout, proc.stdout
+    moved = _edited(small, tmp_path / "moved.json", lambda r: r["backend"].update(name="acme",
+                                                                                    spec="acme.adapter:backend"))
+    lines = _lines(run_verify(moved, ROOT))
+    assert len(lines) == 1 and "no module named 'acme'" in lines[0], lines
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory) -> list[Path]:
+    """The reference's two shards of a small selection, as certify writes them (the packaged spec's clauses), with
+    the kit's default isolation (auto: the reference in process)."""
+    where = tmp_path_factory.mktemp("hostile-shards")
+    out = []
+    for k in (1, 2):
+        proc = certify("--clauses", SMALL, "--shard", f"{k}/2", "--report-dir", str(where / f"s{k}"), "-q",
+                       isolation=())
+        assert proc.returncode == 5, proc.stdout[-2000:] + proc.stderr[-2000:]
+        out.append(where / f"s{k}" / "report.json")
+    return out
+
+
+def merge(paths: list[Path], out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "conformance_tests", "report", "merge", *map(str, paths), "--out",
+                           str(out)], capture_output=True, text=True, timeout=120, cwd=ROOT, env=_env())
+
+
+def _drop_the_other_shard(report: dict) -> None:
+    """Shard 1/2 made to claim 1/1, the clauses of shard 2's tests gone from its clause list."""
+    shard = report["completeness"]["shard"]
+    mine = {t["id"] for t in report["tests"]}
+    ran = {c for t in report["tests"] for c in t["clauses"]}
+    shard.update(index=1, count=1, selection=[n for n in shard["selection"] if n in mine])
+    shard["assigned"] = [1] * len(shard["selection"])
+    report["completeness"]["left_out"] = [e for e in report["completeness"]["left_out"] if e["id"] not in mine
+                                          and e["why"] != "another shard"]
+    report["clauses"] = [c for c in report["clauses"] if c["id"] in ran]
+    report["clause_summary"]["clauses"] = len(report["clauses"])
+
+
+@pytest.mark.parametrize(("how", "edit", "said"), [
+    ("1/1, clauses dropped", _drop_the_other_shard, "of its clauses missing"),
+    ("display name", lambda r: r["backend"].update(name="acme"), "is the kit's own backend 'reference'"),
+    ("name and target", lambda r: r["backend"].update(name="acme", spec="acme.adapter:backend"),
+     "--isolation auto gives acme.adapter:backend 'process'"),
+])
+def test_real_shards_edited_are_refused_by_the_merge(shards, tmp_path, how, edit, said):
+    honest = merge(shards, tmp_path / "honest")
+    assert honest.returncode == 5, honest.stdout + honest.stderr  # PARTIAL: the selection is --clauses
+    paths = [_edited(p, tmp_path / f"e{i}.json", edit) for i, p in enumerate(shards)]
+    proc = merge(paths if how != "1/1, clauses dropped" else paths[:1], tmp_path / "out")
+    lines = _lines(proc)
+    assert proc.returncode == USAGE_ERROR and len(lines) == 1 and said in lines[0], (how, lines)
+    assert not (tmp_path / "out").exists()
