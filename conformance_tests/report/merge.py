@@ -4,7 +4,9 @@ report one serial run of the same selection gives (rows in the selection's order
 The merged report is full only when the shards are 1..N of one N, cover the whole selection, and agree on
 everything that decides what a test checks (spec, kit, backend, hypothesis profile and seed, expectations file,
 command line apart from the options that differ by design); anything else is a reason in its ``completeness``,
-so the merged verdict is PARTIAL (or NOT CERTIFIED (PARTIAL RUN)) and says why.
+so the merged verdict is PARTIAL (or NOT CERTIFIED (PARTIAL RUN)) and says why. Nothing a shard says about itself is
+taken: the verdict is built from the rows against the packaged spec's clauses, and a shard that contradicts itself
+is refused (shard_checks.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ expectations file, spec), the spec's and the expectations file's sha256, the kit
 libraries' versions, and a fingerprint of the layouts the suite drew. Verification runs ``certify`` with the same
 arguments in a fresh process (its reports in a folder of their own, never over the report being checked) and
 compares: the verdict, every row, and every recorded input. VERIFIED means all agree; anything else is listed, one
-line per difference.
+line per difference. A report is a file anyone can edit: only the arguments replay.py allows are run again, and
+the backend the re-run imports is named, with where it comes from, before it runs.
 """
 
 from __future__ import annotations
