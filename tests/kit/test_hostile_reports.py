@@ -243,7 +243,7 @@ DEEP_COMMANDS = [["report", "verify", "{r}"], ["report", "summary", "{r}"], ["re
 
 @pytest.mark.parametrize("depth", [100_000, MAX_DEPTH + 1])
 @pytest.mark.parametrize("command", DEEP_COMMANDS, ids=lambda c: " ".join(c[:2]))
-def test_a_deep_report_is_one_line_and_exit_2_at_once(tmp_path, command, depth):
+def test_a_deep_report_is_one_line_and_exit_2_at_once(tmp_path, capsys, command, depth):
     """Deeper than the decoder's guard (100,000) or than the kit's bound alone (MAX_DEPTH + 1)."""
     from conformance_tests.__main__ import main
 
@@ -253,7 +253,9 @@ def test_a_deep_report_is_one_line_and_exit_2_at_once(tmp_path, command, depth):
     started = time.monotonic()
     code = main(argv)
     took = time.monotonic() - started
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert code == USAGE_ERROR and took < 1.0, (argv, code, took)
+    assert len(err) == 1 and f"{path}: not a valid report: nested deeper than {MAX_DEPTH} levels" in err[0], err
 
 
 def test_a_deep_report_gives_no_traceback(tmp_path):
