@@ -104,11 +104,6 @@ def rerun_plan(report: Mapping[str, Any], out: Path) -> Plan:
     return Plan([*kept, "--report-dir", str(out)], given, backend_origin(str(named)))
 
 
-def rerun_args(report: Mapping[str, Any], out: Path) -> list[str]:
-    """The ``certify`` arguments that repeat the run `report` describes, writing its reports to `out`."""
-    return rerun_plan(report, out).args
-
-
 def environment_differences(report: Mapping[str, Any]) -> list[Difference]:
     """The versions that change what runs, as the report records them and as they are in this Python."""
     here = {"python": platform.python_version(), **run_versions()}
@@ -186,14 +181,13 @@ def verify(path: Path, keep: Path | None = None) -> dict[str, Any]:
         differences = environment_differences(report) + expectations_difference(report, plan.given)
         # before anything is imported: the one thing of the report's that runs as code
         print(plan.backend.line(), file=sys.stderr, flush=True)
-        args = plan.args
-        again, code, tail = rerun(args, out)
+        again, code, tail = rerun(plan.args, out)
     if again is None:
         differences.append(Difference("the re-run's report", "written", f"none (exit {code}): {tail}"))
     else:
         differences += [d for d in compare(report, again) if not d.where.startswith("environment ")]
     return {"report": str(path), "verified": not differences, "verdict": report["verdict"]["label"],
-            "rows": len(report["tests"]), "certify_args": args[:-2],
+            "rows": len(report["tests"]), "certify_args": plan.args[:-2],
             "differences": [asdict(d) for d in differences]}
 
 
