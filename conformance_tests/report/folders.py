@@ -21,12 +21,13 @@ import ctypes
 import ctypes.util
 import errno
 import hashlib
-import json
 import os
 import secrets
 import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from .schema import parse_report
 
 REPORT_FILES = ("report.json", "junit.xml", "summary.md", "index.html", "badge.json")
 PARTIAL_SUFFIX = ".partial"
@@ -72,9 +73,10 @@ def partial_sibling(folder: Path) -> Path:
 
 def holds_full_report(folder: Path) -> bool:
     """True when ``folder/report.json`` is the report of a full run (a kit 0.1 report counts as full)."""
+    path = Path(folder) / "report.json"
     try:
-        report = json.loads((Path(folder) / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        report = parse_report(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, ValueError):  # ReportError is a ValueError: no readable report there, so none to keep
         return False
     if not isinstance(report, dict) or "verdict" not in report:
         return False

@@ -4,7 +4,9 @@ report one serial run of the same selection gives (rows in the selection's order
 The merged report is full only when the shards are 1..N of one N, cover the whole selection, and agree on
 everything that decides what a test checks (spec, kit, backend, hypothesis profile and seed, expectations file,
 command line apart from the options that differ by design); anything else is a reason in its ``completeness``,
-so the merged verdict is PARTIAL (or NOT CERTIFIED (PARTIAL RUN)) and says why.
+so the merged verdict is PARTIAL (or NOT CERTIFIED (PARTIAL RUN)) and says why. Nothing a shard says about itself is
+taken: the verdict is built from the rows against the packaged spec's clauses, and a shard that contradicts itself
+is refused (shard_checks.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..reproducible import VERSIONED, layouts_sha256
 from ..selection import WHY_NOT_RUN, WHY_OTHER_SHARD, WHY_SHARD_MISSING
 from .builder import build_report
 from .schema import ReportError, load_report
+from .shard_checks import clause_spec, contradictions, packaged_clauses
 
 #: the run-header fields of a merged report that are sums of the shards' (named in ``run.summed``)
 SUMMED = ("duration_s", "push_calls", "histories", "history_steps", "history_pushes", "backend_processes")
@@ -29,8 +32,6 @@ SUMMED = ("duration_s", "push_calls", "histories", "history_steps", "history_pus
 #: pytest-xdist's workers, which write the same report as a serial run (README, "parallel runs"), so that
 #: machines of different sizes can run the shards of one run
 PER_SHARD_OPTIONS = ("--shard", "--report-dir", "--rootdir", "-n", "--numprocesses", "--dist")
-#: clause-row fields that come from the spec (the rest the builder derives from the rows)
-CLAUSE_FIELDS_DERIVED = ("tests", "outcome", "covered")
 #: the most values a disagreement reason shows
 SHOWN = 4
 
@@ -98,10 +99,6 @@ def shard_argv(argv: Iterable[str]) -> list[str]:
     return out
 
 
-def _clause_spec(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in CLAUSE_FIELDS_DERIVED}
-
-
 #: what the shards of one run share, each as (what a reason calls it, how to read it from a report)
 AGREEMENT: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("spec sha256", lambda r: r["spec"].get("sha256")),
@@ -118,7 +115,7 @@ AGREEMENT: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("expectations sha256", lambda r: (r["run"].get("expectations") or {}).get("sha256")),
     ("command line (apart from " + ", ".join(PER_SHARD_OPTIONS) + ")",
      lambda r: shard_argv(r["run"].get("argv") or [])),
-    ("clauses", lambda r: [_clause_spec(c) for c in r["clauses"]]),
+    ("clauses", lambda r: [clause_spec(c) for c in r["clauses"]]),
     ("shard count", lambda r: r["completeness"]["shard"]["count"]),
     ("selection", lambda r: r["completeness"]["shard"]["selection"]),
     ("assignment of tests to shards", lambda r: r["completeness"]["shard"].get("assigned")),
@@ -305,6 +302,12 @@ def merge_reports(shards: Sequence[ShardReport]) -> dict[str, Any]:
     :func:`build_report`. ReportError when there is nothing to merge."""
     if not shards:
         raise ReportError("no reports to merge")
+    for s in shards:
+        problems = contradictions(s.report)
+        if problems:
+            more = f"; and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
+            raise ReportError(f"{s.source}: {s.name} contradicts itself, so it is not merged: "
+                              + "; ".join(problems[:SHOWN]) + more)
     shards = sorted(shards, key=lambda s: s.index)  # stable: a shard given twice keeps the order it was given in
     base = shards[0]
     count = base.count
@@ -318,6 +321,8 @@ def merge_reports(shards: Sequence[ShardReport]) -> dict[str, Any]:
         if len(sources) > 1:
             reasons.append(f"shard {index}/{count} given {len(sources)} times: {', '.join(sources)}")
     present = set(given)
+    reasons += [f"{s.name} ({s.source}) is not one of shards 1..{s.count}" for s in shards
+                if not 1 <= s.index <= s.count]
     for index in range(1, count + 1):
         if index not in present:
             missing = sum(1 for k in assigned if k == index)
@@ -339,5 +344,11 @@ def merge_reports(shards: Sequence[ShardReport]) -> dict[str, Any]:
     }
     header = {"suite": base.report["suite"], "spec": base.report["spec"], "backend": base.report["backend"],
               "environment": merged_environment(shards), "run": merged_run(shards)}
-    clauses = [_clause_spec(c) for c in base.report["clauses"]]
+    # the verdict is built against the spec's clauses, never the list a shard gives (which could leave some out)
+    clauses = packaged_clauses(base.report["spec"].get("sha256"), base.report["spec"].get("version"))
+    if clauses is None:
+        clauses = [clause_spec(c) for c in base.report["clauses"]]
+        completeness["reasons"].append(
+            f"spec release {base.report['spec'].get('version')} (sha256 {str(base.report['spec'].get('sha256'))[:12]}) "
+            "is not this kit's packaged spec, so the shards' clause list cannot be checked against it")
     return build_report(header, rows, clauses, _expectations(shards, rows), completeness)

@@ -11,6 +11,10 @@ from typing import Any
 import jsonschema
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
+#: the deepest nesting a report may have: the kit's own reports nest a few levels below 20, and the report commands
+#: walk values recursively (the builder's copies, the pages' templates), so a deeper file is refused as it is read,
+#: before any of them could exhaust Python's stack
+MAX_DEPTH = 100
 
 
 class ReportError(ValueError):
@@ -46,6 +50,41 @@ def validate_report(report: Any) -> None:
     raise ReportError(f"{error.json_path}: {_one_line(error.message)}")
 
 
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deep ``value``'s lists and objects nest (a scalar is 0), counted without recursion and no further than
+    ``limit + 1`` (enough to say it is too deep)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        if depth > limit:
+            return depth
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def parse_report(text: str, where: str) -> Any:
+    """The JSON value of a report's text; a one-line ReportError (naming ``where``) for text that is not JSON or
+    nests deeper than :data:`MAX_DEPTH`."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{where}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:  # the decoder's own guard, far deeper than any report
+        raise ReportError(f"{where}: not a valid report: nested deeper than {MAX_DEPTH} levels") from None
+    if nesting_depth(value) > MAX_DEPTH:
+        raise ReportError(f"{where}: not a valid report: nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
 def load_report(path: str | Path) -> dict[str, Any]:
     """Read and validate a report.json; every problem is a one-line ReportError naming the file."""
     path = Path(path)
@@ -57,12 +96,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
         raise ReportError(f"{path}: is a directory, not a report file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: cannot read: {_one_line(exc)}") from None
-    try:
-        report = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportError(
-            f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
+    report = parse_report(text, str(path))
     try:
         validate_report(report)
     except ReportError as exc:

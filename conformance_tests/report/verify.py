@@ -5,11 +5,13 @@ expectations file, spec), the spec's and the expectations file's sha256, the kit
 libraries' versions, and a fingerprint of the layouts the suite drew. Verification runs ``certify`` with the same
 arguments in a fresh process (its reports in a folder of their own, never over the report being checked) and
 compares: the verdict, every row, and every recorded input. VERIFIED means all agree; anything else is listed, one
-line per difference.
+line per difference. A report is a file anyone can edit: only the arguments replay.py allows are run again, and
+the backend the re-run imports is named, with where it comes from, before it runs.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import platform
@@ -24,6 +26,7 @@ from typing import Any
 
 from ..exitcodes import NOT_CERTIFIED
 from ..reproducible import VERSIONED, run_versions
+from .replay import BackendOrigin, backend_origin, replayable
 from .schema import ReportError, load_report
 
 #: what a row must repeat: its outcome and what it was judged against (durations and messages may vary)
@@ -44,9 +47,6 @@ HEADER_PATHS = (
     ("verdict", "label"),
     ("completeness", "full"),
 )
-#: options whose value names where the re-run writes, which verification chooses itself
-OUTPUT_OPTIONS = ("--report-dir",)
-OUTPUT_FLAGS = ("--no-reports",)
 #: lines of the re-run's output shown when it writes no report
 TAIL_LINES = 5
 
@@ -76,39 +76,32 @@ def _get(report: Mapping[str, Any], path: Sequence[str]) -> Any:
     return node
 
 
-def rerun_args(report: Mapping[str, Any], out: Path) -> list[str]:
-    """The ``certify`` arguments that repeat the run `report` describes, writing its reports to `out`."""
+@dataclass(frozen=True)
+class Plan:
+    """What verification will run: certify's arguments (its reports into the folder verification chose), what
+    they say, and the backend they import."""
+
+    args: list[str]
+    given: argparse.Namespace
+    backend: BackendOrigin
+
+
+def rerun_plan(report: Mapping[str, Any], out: Path) -> Plan:
+    """The ``certify`` run that repeats the one `report` describes, writing its reports to `out`: only arguments
+    :func:`~.replay.replayable` allows, the backend found (not imported); a one-line ReportError otherwise."""
     args = report["run"].get("certify_args")
     if args is None:
         raise ReportError("the report does not record certify's arguments (made by an older kit, or by pytest "
                           "directly), so the run cannot be repeated")
-    kept: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        if arg in OUTPUT_OPTIONS:
-            skip = True
-            continue
-        if arg in OUTPUT_FLAGS or arg.startswith(tuple(f"{o}=" for o in OUTPUT_OPTIONS)):
-            continue
-        kept.append(arg)
-    if not any(a == "--backend" or a.startswith("--backend=") for a in kept):
-        target = report["backend"].get("spec")
-        if not target:
+    kept, given = replayable(args)
+    named = given.backend
+    if named is None:
+        named = report["backend"].get("spec")
+        if not named:
             raise ReportError("the report names no backend target (backend.spec), so the run cannot be repeated")
-        kept += ["--backend", str(target)]
-    return [*kept, "--report-dir", str(out)]
-
-
-def _option(args: Sequence[str], name: str) -> str | None:
-    for i, arg in enumerate(args):
-        if arg == name and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
+        # attached, so that a value reading like an option stays --backend's value
+        kept.append(f"--backend={named}")
+    return Plan([*kept, "--report-dir", str(out)], given, backend_origin(str(named)))
 
 
 def environment_differences(report: Mapping[str, Any]) -> list[Difference]:
@@ -118,19 +111,18 @@ def environment_differences(report: Mapping[str, Any]) -> list[Difference]:
             for name in VERSIONED if _get(report, ("environment", name)) != here[name]]
 
 
-def input_problems(report: Mapping[str, Any], args: Sequence[str]) -> list[str]:
+def input_problems(given: argparse.Namespace) -> list[str]:
     """Why the run cannot be repeated here at all (a file it read is missing); one line each."""
-    path = _option(args, "--expectations")
-    if path is not None and not Path(path).is_file():
-        return [f"the expectations file {path} the run read is not here (run verify where the run ran)"]
-    spec = _option(args, "--spec")
-    if spec is not None and not Path(spec).is_file():
-        return [f"the spec {spec} the run read is not here (run verify where the run ran)"]
+    if given.expectations is not None and not Path(given.expectations).is_file():
+        return [f"the expectations file {given.expectations} the run read is not here (run verify where the run "
+                "ran)"]
+    if given.pc_spec is not None and not Path(given.pc_spec).is_file():
+        return [f"the spec {given.pc_spec} the run read is not here (run verify where the run ran)"]
     return []
 
 
-def expectations_difference(report: Mapping[str, Any], args: Sequence[str]) -> list[Difference]:
-    path = _option(args, "--expectations")
+def expectations_difference(report: Mapping[str, Any], given: argparse.Namespace) -> list[Difference]:
+    path = given.expectations
     if path is None:
         return []
     now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -182,18 +174,20 @@ def verify(path: Path, keep: Path | None = None) -> dict[str, Any]:
     """The verification of the report at `path`: ``verified``, the re-run's arguments and every difference."""
     report = load_report(path)
     with _out_folder(keep) as out:
-        args = rerun_args(report, out)
-        problems = input_problems(report, args)
+        plan = rerun_plan(report, out)
+        problems = input_problems(plan.given)
         if problems:
             raise ReportError(problems[0])
-        differences = environment_differences(report) + expectations_difference(report, args)
-        again, code, tail = rerun(args, out)
+        differences = environment_differences(report) + expectations_difference(report, plan.given)
+        # before anything is imported: the one thing of the report's that runs as code
+        print(plan.backend.line(), file=sys.stderr, flush=True)
+        again, code, tail = rerun(plan.args, out)
     if again is None:
         differences.append(Difference("the re-run's report", "written", f"none (exit {code}): {tail}"))
     else:
         differences += [d for d in compare(report, again) if not d.where.startswith("environment ")]
     return {"report": str(path), "verified": not differences, "verdict": report["verdict"]["label"],
-            "rows": len(report["tests"]), "certify_args": args[:-2],
+            "rows": len(report["tests"]), "certify_args": plan.args[:-2],
             "differences": [asdict(d) for d in differences]}
 
 

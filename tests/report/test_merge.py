@@ -11,15 +11,29 @@ import pytest
 
 from conformance_tests import exitcodes
 from conformance_tests.push_features import MAX_VALUES
-from conformance_tests.report import ReportError, build_report, write_reports
+from conformance_tests.report import ReportError, build_report, shard_checks, write_reports
+from conformance_tests.report import merge as merge_module
 from conformance_tests.report.cli import main
 from conformance_tests.report.merge import ShardReport, merge_reports, read_shard, shard_argv
+from conformance_tests.report.shard_checks import clause_spec
 from conformance_tests.selection import WHY_CLAUSES, WHY_NOT_RUN, WHY_OTHER_SHARD, WHY_SHARD_MISSING
 from conformance_tests.shards import Shard, shard_reason
 
 #: the rows of a serial run over the conftest's clauses (every outcome) and which shard each went to
 ASSIGNED_OF_TWO = [1, 1, 2, 2, 1, 2, 1, 2, 1, 2, 1, 1, 2]
 SERIAL_ARGV = ["--backend", "reference", "--clauses", "push_cache.*"]
+
+
+@pytest.fixture(autouse=True)
+def hand_made_spec(kit, monkeypatch):
+    """The hand-made rows' clauses stand for the spec their header names (the merge checks shards against the
+    kit's packaged spec, whose clauses these are not): kit.CLAUSES for kit.HEADER's spec, no other spec known."""
+    def known(sha256, release):
+        spec = kit.HEADER["spec"]
+        return copy.deepcopy(kit.CLAUSES) if (sha256, release) == (spec["sha256"], spec["version"]) else None
+
+    monkeypatch.setattr(merge_module, "packaged_clauses", known)
+    monkeypatch.setattr(shard_checks, "packaged_clauses", known)
 
 
 def _serial_rows(kit):
@@ -47,6 +61,15 @@ def _shard(kit, index, count, rows, assigned, *, argv=None, run=None, reasons=()
     report = build_report(head, copy.deepcopy(mine), copy.deepcopy(kit.CLAUSES), expectations or {}, completeness)
     text = json.dumps(report)
     return ShardReport(name or f"shard-{index}/report.json", hashlib.sha256(text.encode()).hexdigest(), report)
+
+
+def _rebuilt(shard):
+    """The shard's report built again from its rows, as certify builds it (after an edit of its rows)."""
+    r = shard.report
+    again = build_report({k: r[k] for k in ("suite", "spec", "backend", "environment", "run")}, r["tests"],
+                         [clause_spec(c) for c in r["clauses"]],
+                         {k: v for k, v in r["expectations"].items() if k != "waived"}, r["completeness"])
+    return ShardReport(shard.source, shard.sha256, again)
 
 
 def _serial(kit, rows=None, **run):
@@ -134,9 +157,14 @@ def test_a_missing_shard_is_partial_and_names_its_tests(kit):
 ])
 def test_shards_that_disagree_give_a_partial_report_that_says_on_what(kit, what, edit):
     rows = _serial_rows(kit)
-    other = copy.deepcopy(kit.HEADER)
+    # a vendor's backend: the kit's own reference is known by its name and target (a shard naming it otherwise is
+    # refused: test_a_relabelled_shard_of_the_kits_own_backend_is_refused)
+    base = copy.deepcopy(kit.HEADER)
+    base["backend"].update(name="acme", spec="acme.adapter:backend")
+    other = copy.deepcopy(base)
     edit(other)
-    shards = [_shard(kit, 1, 2, rows, ASSIGNED_OF_TWO), _shard(kit, 2, 2, rows, ASSIGNED_OF_TWO, header=other)]
+    shards = [_shard(kit, 1, 2, rows, ASSIGNED_OF_TWO, header=base),
+              _shard(kit, 2, 2, rows, ASSIGNED_OF_TWO, header=other)]
     reasons = merge_reports(shards)["completeness"]["reasons"]
     said = [r for r in reasons if r.startswith(f"shards disagree on {what}:")]
     assert len(said) == 1 and "shard 1/2" in said[0] and "shard 2/2" in said[0], reasons
@@ -188,6 +216,7 @@ def test_a_test_a_shard_did_not_run_is_not_run(kit):
     rows = _serial_rows(kit)
     one = _shard(kit, 1, 2, rows, ASSIGNED_OF_TWO)
     dropped = one.report["tests"].pop()  # as if its worker died before it ran
+    one = _rebuilt(one)
     merged = merge_reports([one, _shard(kit, 2, 2, rows, ASSIGNED_OF_TWO)])
     comp = merged["completeness"]
     assert "1 selected test(s) not run" in comp["reasons"], comp["reasons"]
@@ -343,3 +372,172 @@ def test_no_reports_is_a_usage_error(tmp_path, capsys):
     assert main(["merge", "--out", str(tmp_path / "m")]) == exitcodes.USAGE_ERROR
     with pytest.raises(ReportError, match="no reports"):
         merge_reports([])
+
+
+# ------------------------------------------------------------------------------------------ hostile shards
+
+
+def _passing(kit):
+    """Every clause of the hand-made spec with one passing test: the honest merge of its shards certifies."""
+    return [kit.row(c["id"], "ok", "passed", c["level"]) for c in kit.CLAUSES]
+
+
+def _halves(kit, header=None):
+    rows = _passing(kit)
+    assigned = [1 + i % 2 for i in range(len(rows))]
+    return rows, assigned, [_shard(kit, k, 2, rows, assigned, header=header) for k in (1, 2)]
+
+
+def _never_certified(shards):
+    """The merge refuses the shards (ReportError) or gives a verdict other than CERTIFIED; returns what it said."""
+    try:
+        merged = merge_reports(shards)
+    except ReportError as exc:
+        return str(exc)
+    assert not merged["verdict"]["certified"] and "CERTIFIED" != merged["verdict"]["label"], merged["verdict"]
+    return merged["verdict"]["label"]
+
+
+def test_the_honest_halves_certify(kit):
+    """The control of the hostile cases below: unedited, these shards merge to CERTIFIED."""
+    assert merge_reports(_halves(kit)[2])["verdict"]["label"] == "CERTIFIED"
+
+
+def _as_one_of_one(kit, shard, keep_clauses):
+    """Shard 1/2 edited to claim it was the only one (1/1): its own tests are the whole selection; the other
+    shard's clauses dropped from its clause list unless ``keep_clauses``."""
+    mine = shard.report["tests"]
+    ran = {c for t in mine for c in t["clauses"]}
+    clauses = kit.CLAUSES if keep_clauses else [c for c in kit.CLAUSES if c["id"] in ran]
+    reason = shard_reason(Shard(1, 1), len(mine), len(mine))
+    completeness = {"reasons": [reason], "selected": len(mine), "left_out": [],
+                    "shard": {"index": 1, "count": 1, "selection": [t["id"] for t in mine],
+                              "assigned": [1] * len(mine), "reason": reason}}
+    header = {k: shard.report[k] for k in ("suite", "spec", "backend", "environment", "run")}
+    return build_report(header, mine, clauses, {}, completeness)
+
+
+@pytest.mark.parametrize("how", ["edited by hand", "rebuilt, clauses dropped", "rebuilt, clauses kept"])
+def test_a_shard_claiming_1_of_1_with_the_others_clauses_dropped_is_never_certified(kit, how):
+    one = _halves(kit)[2][0]
+    forged = _as_one_of_one(kit, one, keep_clauses=how == "rebuilt, clauses kept")
+    if how == "edited by hand":  # the shard's own summary and verdict as they were, only the claims changed
+        forged = {**copy.deepcopy(one.report), "completeness": forged["completeness"], "clauses": forged["clauses"]}
+    said = _never_certified([ShardReport("forged.json", "0" * 64, forged)])
+    if how == "rebuilt, clauses kept":  # the clause list is the spec's: its must clauses without tests block
+        assert said == "NOT CERTIFIED", said
+    else:
+        assert said.startswith("forged.json: shard 1/1 contradicts itself"), said
+
+
+def _vendor(kit, **backend):
+    header = copy.deepcopy(kit.HEADER)
+    header["backend"].update(backend)
+    return header
+
+
+@pytest.mark.parametrize(("how", "said"), [
+    ("display name", "is the kit's own backend 'reference', not 'acme'"),
+    ("name and target", "ran with isolation 'off', but --isolation auto gives acme.adapter:backend 'process'"),
+    ("name and target, --backend on the command line", "its command line names backend 'reference'"),
+    ("target alone", "its name 'reference' is the kit's own backend at reference_impl.backend:backend"),
+])
+def test_shards_of_the_reference_relabelled_as_another_backend_are_refused(kit, how, said):
+    """The reference's shards, every shard alike (so they agree), relabelled: what each report records of the run
+    (its command line, the isolation it ran in, the kit's own backends by name) gives the relabel away."""
+    run = {"isolation": "off", "certify_args": ["--clauses", "push_cache.*"]}
+    if how == "display name":
+        header = _vendor(kit, name="acme")
+    elif how == "target alone":
+        header = _vendor(kit, spec="acme.adapter:backend")
+        run["isolation"] = "process"
+    else:
+        header = _vendor(kit, name="acme", spec="acme.adapter:backend")
+        if how.endswith("command line"):
+            run = {"isolation": "process", "certify_args": ["--backend", "reference"]}
+    header["run"].update(run)
+    shards = _halves(kit, header)[2]
+    text = _never_certified(shards)
+    assert said in text and "contradicts itself" in text, text
+
+
+def test_a_vendor_backend_whose_record_agrees_merges(kit):
+    """Not every relabel can be seen: a report whose every field names the same vendor backend merges (only
+    `report verify`, which runs it again, can tell whether that backend made the rows)."""
+    header = _vendor(kit, name="acme", spec="acme.adapter:backend")
+    header["run"].update(isolation="process", certify_args=["--backend", "acme.adapter"])
+    assert merge_reports(_halves(kit, header)[2])["verdict"]["label"] == "CERTIFIED"
+
+
+FAILING_ROWS = {
+    "failed": {"message": "push_cache() [x]: bytes differ at 3", "repro": "cm.push_cache(...)\n",
+               "push": {"class": "returned", "size": 3}},
+    "flaky": {"message": "timed out", "attempts": [{"outcome": "failed", "message": "timed out"},
+                                                   {"outcome": "passed"}]},
+}
+
+
+@pytest.mark.parametrize(("was", "how"), [
+    ("failed", "outcome alone"), ("failed", "rebuilt, evidence kept"),
+    ("flaky", "outcome alone"), ("flaky", "rebuilt, evidence kept"), ("flaky", "rebuilt, attempts kept"),
+])
+def test_failing_rows_edited_to_passed_are_never_certified(kit, was, how):
+    rows = _passing(kit)
+    rows[0] = {**rows[0], "outcome": was, **copy.deepcopy(FAILING_ROWS[was])}
+    assigned = [1 + i % 2 for i in range(len(rows))]
+    one, two = (_shard(kit, k, 2, rows, assigned) for k in (1, 2))
+    assert merge_reports([one, two])["verdict"]["label"] != "CERTIFIED"  # the honest merge
+    edited = copy.deepcopy(one)
+    row = edited.report["tests"][0]
+    row["outcome"] = "passed"
+    if how == "rebuilt, attempts kept":  # every other trace of the failure scrubbed
+        row.update(message=None, repro=None, push=None)
+    if how != "outcome alone":
+        edited = _rebuilt(edited)
+    said = _never_certified([edited, two])
+    assert "shard 1/2 contradicts itself" in said, said
+    expected = {"outcome alone": "its summary is not what its own rows give",
+                "rebuilt, evidence kept": f"row {row['id']} is passed but carries message",
+                "rebuilt, attempts kept": "its attempts (failed -> passed) give flaky"}[how]
+    assert expected in said, said
+
+
+def test_a_summary_that_disagrees_with_the_rows_is_refused_by_the_command(kit, tmp_path, capsys):
+    one, two = _halves(kit)[2]
+    one.report["summary"]["failed"] = 0
+    one.report["verdict"]["label"] = "CERTIFIED"
+    one.report["tests"][0]["outcome"] = "failed"
+    paths = [_write(s, tmp_path / f"s{s.index}") for s in (one, two)]
+    assert main(["merge", *map(str, paths), "--out", str(tmp_path / "m")]) == exitcodes.USAGE_ERROR
+    line = _one_error_line(capsys)
+    assert str(paths[0]) in line and "contradicts itself" in line, line
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_shard_index_outside_its_count_is_a_reason(kit):
+    rows, assigned, (one, two) = _halves(kit)
+    two.report["completeness"]["shard"]["index"] = 3
+    reasons = merge_reports([one, two])["completeness"]["reasons"]
+    assert "shard 3/2 (shard-2/report.json) is not one of shards 1..2" in reasons, reasons
+    assert f"shard 2/2 missing: {assigned.count(2)} test(s) not run" in reasons, reasons
+
+
+def test_a_spec_this_kit_does_not_know_is_a_reason(kit):
+    header = copy.deepcopy(kit.HEADER)
+    header["spec"]["sha256"] = "e" * 64
+    merged = merge_reports(_halves(kit, header)[2])
+    assert merged["verdict"]["label"] == "PARTIAL", merged["verdict"]
+    said = [r for r in merged["completeness"]["reasons"] if "is not this kit's packaged spec" in r]
+    assert said == ["spec release 9.0.0 (sha256 eeeeeeeeeeee) is not this kit's packaged spec, so the shards' "
+                    "clause list cannot be checked against it"], merged["completeness"]["reasons"]
+
+
+def test_the_kits_own_backends_are_named_as_their_entry_points():
+    """What identity_problems relies on: each of the kit's own backends with an entry point is named as it."""
+    from conformance_tests.resolution import resolve_backend
+
+    own = shard_checks.own_backends()
+    assert "reference_impl.backend:backend" in own, own
+    for target, name in own.items():
+        backend, _ = resolve_backend(target)
+        assert backend.name == name, (target, backend.name, name)
