@@ -136,3 +136,45 @@ def test_stopping_a_host_mid_run_gives_error_rows(servers: SshServers, tmp_path:
     report = json.loads((tmp_path / "report.json").read_text())
     assert [t for t in report["tests"] if t["outcome"] == "error"], "no error rows after the host went away"
     assert report["verdict"]["certified"] is False
+
+
+def _certify_on_hosts(servers: SshServers, report: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, UCX_NET_DEVICES="lo", NIXL_LOG_LEVEL="ERROR", NODEHOST_HOSTS=",".join(servers.hosts))
+    env.pop("PUSH_CACHE_BACKEND", None)
+    return subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", "reference-nodehost",
+                           "--report-dir", str(report), "-p", "no:warnings", "--clauses",
+                           "push_cache.data.src_batch_slice", *extra], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_what_a_gateway_starts_is_seen_until_it_is_closed(servers: SshServers) -> None:
+    """The check below can fail: an open gateway is an ssh client here and a python in a session there."""
+    import execnet
+
+    group = execnet.Group()
+    gateway = group.makegateway(servers.hosts[0])
+    try:
+        assert gateway.remote_exec("channel.send(1)").receive() == 1
+        seen = servers.leftovers()
+        assert any("ssh client" in s for s in seen) and any("SSH session" in s for s in seen), seen
+    finally:
+        group.terminate(timeout=10)
+    assert servers.leftovers() == []
+
+
+@pytest.mark.parametrize("isolation", ["off", "process"])
+@pytest.mark.parametrize("refused", [False, True])
+def test_nothing_certify_starts_on_ssh_hosts_outlives_it(servers: SshServers, tmp_path: Path, refused: bool,
+                                                         isolation: str) -> None:
+    """A plain run, and one refused because the second host's key is unknown (the first host's node is up by then),
+    with the node host in the kit's process or in a backend process of its own: once certify has exited, no ssh
+    client it started and no process of its SSH sessions runs."""
+    if refused:
+        servers.known_hosts.write_text(servers.known_hosts.read_text().splitlines()[0] + "\n")
+    proc = _certify_on_hosts(servers, tmp_path / "report", "--isolation", isolation)
+    left = servers.leftovers()
+    out = (proc.stdout + proc.stderr)[-3000:]
+    assert proc.returncode == (3 if refused else 5), out
+    if refused:
+        assert "cannot reach ssh=host1" in out, out
+    assert left == [], f"left after certify (exit {proc.returncode}): {left}"
