@@ -38,6 +38,9 @@ from .processes import BackendProcess, become_subreaper, output_tail
 
 #: how long a new backend process may take to import the backend and say it is ready
 START_TIMEOUT_S = 120.0
+#: how long the process may take to stop when asked at the end of a run (its backend's exit functions run: the
+#: node host's closing of its SSH hosts waits up to nodehost.hosts.CLOSE_S), before it is killed
+STOP_S = 15.0
 #: lines of the process's output (stdout and stderr together) an error row quotes
 TAIL_LINES = 15
 
@@ -152,7 +155,7 @@ class Executor:
         try:
             with self._send_lock:
                 frames.send(self._conn, self.codec.encode_parts([0, "stop", 0, None, (), {}, [], False]))
-            self._proc.wait(2.0)
+            self._proc.wait(STOP_S)
         except Exception:  # noqa: BLE001 - it is going away either way
             pass
         self._kill()
