@@ -4,8 +4,10 @@ certification across two SSH hosts is tests/adapters/test_llm_datadist_shim.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -178,3 +180,23 @@ def test_nothing_certify_starts_on_ssh_hosts_outlives_it(servers: SshServers, tm
     if refused:
         assert "cannot reach ssh=host1" in out, out
     assert left == [], f"left after certify (exit {proc.returncode}): {left}"
+
+
+def test_the_other_hosts_processes_end_when_their_ssh_client_dies(servers: SshServers) -> None:
+    """The kit's ssh clients SIGKILLed under an open cluster (as when the kit itself is killed): the gateways' python
+    on each host sees its stdin close and ends, and its node processes with it, within seconds."""
+    cluster = _backend(servers).open_cluster(specs(1, 2))
+    try:
+        clients = [int(line.split(":")[0]) for line in servers.leftovers() if ": ssh client " in line]
+        assert len(clients) == 2, servers.leftovers()
+        on_hosts = [line for line in servers.leftovers() if "SSH session" in line]
+        assert len(on_hosts) >= 4, on_hosts  # a gateway and a node process on each host
+        for pid in clients:
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while (left := servers.leftovers()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert left == [], f"left on the hosts after their ssh clients died: {left}"
+    finally:
+        with contextlib.suppress(Exception):
+            cluster.close()
