@@ -5,6 +5,7 @@ messages (a model-scale cache's every tensor, NIXL metadata) still cross."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import reference_impl.backend as ref
+from conformance_tests.spec.load import load_spec
 from datawire import Codec, Names, WireError, decode_plain
 from datawire.bounds import BYTES_FLOOR, MAX_VALUES, count_values
 from datawire.codec import TUPLE
@@ -80,16 +82,21 @@ def test_values_are_counted_exactly_at_every_depth():
 
 
 def test_the_kits_largest_messages_still_cross():
-    """A read of every tensor of the spec's largest model layout (Llama-3.1-405B: 252 tensors) as the node host
-    sends it, a cache handle naming each tensor's address, a push batch of 1024 argument lists, and a NIXL
+    """A read of every tensor of the spec's model layout with the most tensors, as the node host sends it (their
+    sizes and bytes), a cache handle naming each tensor's address, a push batch of 1024 argument lists, and a NIXL
     metadata blob of 48 MiB in the body."""
-    codec = Codec(Names.of(ref.API), export=lambda obj: ["cache", 1, "t" * 16, 7, list(range(1 << 40, (1 << 40) + 252))],
+    spec = load_spec()
+    assert spec.generation is not None and spec.generation.histories is not None
+    model = max(spec.generation.histories.model_layouts, key=lambda m: m.num_tensors)
+    nbytes = math.prod(model.shape) * (spec.types.element_size(model.data_type) or 1)
+    addrs = list(range(1 << 40, (1 << 40) + model.num_tensors))
+    codec = Codec(Names.of(ref.API), export=lambda obj: ["cache", 1, "t" * 16, 7, addrs],
                   import_handle=lambda fields: fields)
 
     class Cache:
         pass
 
-    tensors = [np.full(2 * 8 * 64 * 128 * 2, t % 251, dtype=np.uint8) for t in range(252)]
+    tensors = [np.full(nbytes, t % 251, dtype=np.uint8) for t in range(model.num_tensors)]
     cache = Cache()
     message = {"read": [[t.size for t in tensors], tensors], "cache": cache,
                "pushes": [[cache, ref.API.CacheKeyByIdAndIndex(2, i, 0), i % 8, [0, 8], None] for i in range(1024)],
