@@ -200,3 +200,25 @@ def test_the_other_hosts_processes_end_when_their_ssh_client_dies(servers: SshSe
     finally:
         with contextlib.suppress(Exception):
             cluster.close()
+
+
+#: a program that opens a cluster on the hosts (argv[1], comma-separated) and exits with it still open
+OPEN_AT_EXIT = """
+import sys
+from nodehost.backend import NodeHostBackend
+from tests.helpers.nodes import specs
+backend = NodeHostBackend("reference_impl.multiprocess.datadist", name="left-open", hosts=sys.argv[1].split(","))
+cluster = backend.open_cluster(specs(1, 2))
+print("open", flush=True)
+"""
+
+
+def test_a_cluster_left_open_at_exit_leaves_nothing_on_the_hosts(servers: SshServers) -> None:
+    """The process exits with a cluster open on the hosts (and a pool of their nodes): at exit the node host ends
+    those nodes and its gateways and waits for their ssh processes, so none of them is left once it has exited."""
+    env = dict(os.environ, UCX_NET_DEVICES="lo", NIXL_LOG_LEVEL="ERROR")
+    proc = subprocess.run([sys.executable, "-c", OPEN_AT_EXIT, ",".join(servers.hosts)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    left = servers.leftovers()
+    assert proc.returncode == 0 and "open" in proc.stdout, (proc.stdout + proc.stderr)[-3000:]
+    assert left == [], f"left after a process exited with a cluster open: {left}"
