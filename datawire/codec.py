@@ -14,8 +14,9 @@ What may cross, and nothing else:
   :class:`Opaque`, its repr).
 
 Decoding never executes code from the message and never imports a module: msgpack builds only its own types,
-and each extension type is rebuilt here from data. Anything else is a :class:`WireError` (decoding) or a
-:class:`NotData` (encoding), one line each.
+and each extension type is rebuilt here from data; what a message may make the receiver allocate is bounded
+(:mod:`datawire.bounds`). Anything else is a :class:`WireError` (decoding) or a :class:`NotData` (encoding), one
+line each.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from .bounds import MAX_VALUES, Budget, WireError
 from .errors import ErrorRecord
 from .vocabulary import ENUMS, VALUE_TYPES
 
@@ -48,10 +50,6 @@ NAMED = (ENUM, VALUE, HANDLE)
 ALIGN = 8
 
 _DTYPE = re.compile(r"^[<>|=]?[biufc][0-9]{1,2}$")
-
-
-class WireError(ValueError):
-    """A message that is not the wire's data."""
 
 
 class NotData(TypeError):
@@ -271,8 +269,8 @@ class Codec:
         received frame), copies otherwise."""
         try:
             message = _Message(self, data)
-            value = msgpack.unpackb(message.body, ext_hook=message.ext, list_hook=_tuples,
-                                    object_pairs_hook=_mapping, raw=False, strict_map_key=False)
+            message.budget.buffer(message.body)
+            value = _unpack(message.body, message.ext)
             message.done()
         except WireError:
             raise
@@ -282,9 +280,10 @@ class Codec:
             raise WireError("a tuple mark out of place")
         return value
 
-    def _ext(self, code: int, data: bytes) -> Any:
+    def _ext(self, code: int, data: bytes, budget: Budget) -> Any:
+        budget.copy(len(data))  # msgpack made the payload a bytes of its own
         if code == TUPLE:  # the mark that leads a tuple's list, or (a dict's key) a tuple packed whole
-            return tuple(self._inner(data, list)) if data else _TUPLE
+            return tuple(self._inner(data, budget, list)) if data else _TUPLE
         if code == BIGINT:
             if len(data) > MAX_BIGINT_DIGITS or not re.fullmatch(rb"-?[0-9]+", data):
                 raise WireError("a big int that is not a decimal number")
@@ -294,12 +293,12 @@ class Codec:
         if code == SCALAR:
             return _array(data)[()]
         if code == RANGE:
-            start, stop, step = self._ints(data, 3)
+            start, stop, step = self._ints(data, budget, 3)
             return range(start, stop, step)
         if code == OBJECT:
             return object()
         if code == ENUM:
-            name, member = self._inner(data, list, 2)
+            name, member = self._inner(data, budget, list, 2)
             cls = self.names.enums.get(name) if isinstance(name, str) else None
             if cls is None:
                 raise WireError(f"enum {name!r} is not one this end knows")
@@ -309,7 +308,7 @@ class Codec:
                 raise WireError(f"{name} has no member {member!r}")
             return found
         if code == VALUE:
-            name, args, kwargs = self._inner(data, list, 3)
+            name, args, kwargs = self._inner(data, budget, list, 3)
             cls = self.names.values.get(name) if isinstance(name, str) else None
             if cls is None:
                 raise WireError(f"value type {name!r} is not one this end knows")
@@ -317,32 +316,32 @@ class Codec:
                 raise WireError(f"{name}: its arguments are not a list and a dict of names")
             return cls(*args, **kwargs)
         if code == HANDLE:
-            fields = self._inner(data, list)
+            fields = self._inner(data, budget, list)
             if self.import_handle is None:
                 raise WireError("a handle, where this end takes none")
             return self.import_handle(fields)
         if code == ERROR:
-            record = ErrorRecord.from_list(self._inner(data, list))
+            record = ErrorRecord.from_list(self._inner(data, budget, list))
             return self.make_error(record) if self.make_error is not None else record
         if code == SIGNATURE:
-            return _signature(self._inner(data, list))
+            return _signature(self._inner(data, budget, list))
         if code == OPAQUE:
             return Opaque(data.decode("utf-8")[:400])
         if code == REF:
             raise WireError("a reference inside an extension value (only a message's body has them)")
         raise WireError(f"extension type {code} is not the wire's")
 
-    def _inner(self, data: bytes, kind: type[list[Any]], length: int | None = None) -> Any:
-        value: Any = msgpack.unpackb(data, ext_hook=self._ext, list_hook=_tuples, object_pairs_hook=_mapping,
-                                     raw=False, strict_map_key=False)
+    def _inner(self, data: bytes, budget: Budget, kind: type[list[Any]], length: int | None = None) -> Any:
+        budget.buffer(data)
+        value: Any = _unpack(data, lambda code, inner: self._ext(code, inner, budget))
         if not isinstance(value, kind):
             raise WireError(f"a malformed extension value ({type(value).__name__})")
         if length is not None and len(value) != length:
             raise WireError(f"an extension value of {len(value)} fields, not {length}")
         return value
 
-    def _ints(self, data: bytes, length: int) -> list[int]:
-        values = self._inner(data, list, length)
+    def _ints(self, data: bytes, budget: Budget, length: int) -> list[int]:
+        values = self._inner(data, budget, list, length)
         if not all(type(v) is int for v in values):
             raise WireError("a range of something else than ints")
         return values
@@ -382,6 +381,7 @@ class _Message:
         self.writable = not view.readonly
         self.memo: dict[tuple[int, bytes], Any] = {}
         self.named: list[Any] = []  # what the body's enums, values and handles became, in order (REF's targets)
+        self.budget = Budget(len(view))
 
     def ext(self, code: int, data: bytes) -> Any:
         if code == REF:
@@ -392,11 +392,12 @@ class _Message:
         if code in NAMED:  # the same bytes in one message are the same thing: made once
             made = self.memo.get((code, data))
             if made is None:
-                made = self.memo[(code, data)] = self.codec._ext(code, data)
+                made = self.memo[(code, data)] = self.codec._ext(code, data, self.budget)
             self.named.append(made)
             return made
         if code != ARRAY_OOB:
-            return self.codec._ext(code, data)
+            return self.codec._ext(code, data, self.budget)
+        self.budget.copy(len(data))
         dtype, shape, count = _array_head(data)
         self.offset += -self.offset % ALIGN
         nbytes = count * dtype.itemsize
@@ -414,6 +415,13 @@ class _Message:
 #: what a tuple's list starts with on the wire; decoded, the mark becomes this object until the list is a tuple
 _TUPLE = object()
 _TUPLE_MARK = msgpack.ExtType(TUPLE, b"")
+
+
+def _unpack(data: Any, ext_hook: Callable[[int, bytes], Any]) -> Any:
+    """msgpack's decoding of one buffer (its budget charged first), its containers no longer than a message may
+    hold values: msgpack makes a list of the length the header declares before it reads an element."""
+    return msgpack.unpackb(data, ext_hook=ext_hook, list_hook=_tuples, object_pairs_hook=_mapping, raw=False,
+                           strict_map_key=False, max_array_len=MAX_VALUES, max_map_len=MAX_VALUES)
 
 
 def _tuples(items: list[Any]) -> Any:
@@ -438,6 +446,8 @@ def _mapping(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
 _HEADS_OUT: dict[tuple[str, tuple[int, ...]], bytes] = {}
 _HEADS_IN: dict[bytes, tuple[np.dtype[Any], tuple[int, ...], int]] = {}
 _HEAD_MEMO = 4096
+#: the longest array header (dtype and shape) a message may carry
+MAX_HEAD = 4096
 
 
 def _array_parts(arr: np.ndarray) -> tuple[bytes, memoryview]:
@@ -474,6 +484,8 @@ def _array_head(head_bytes: bytes) -> tuple[np.dtype[Any], tuple[int, ...], int]
 
 
 def _parse_head(head_bytes: bytes) -> tuple[np.dtype[Any], tuple[int, ...], int]:
+    if len(head_bytes) > MAX_HEAD:  # a dtype and at most 32 dimensions: msgpack is not asked to build more
+        raise WireError(f"an array header of {len(head_bytes)} bytes (at most {MAX_HEAD})")
     head: Any = msgpack.unpackb(head_bytes, raw=False)
     if not (isinstance(head, list) and len(head) == 2 and isinstance(head[0], str) and isinstance(head[1], list)
             and _DTYPE.match(head[0]) and all(type(d) is int and d >= 0 for d in head[1]) and len(head[1]) <= 32):
@@ -486,7 +498,7 @@ def _parse_head(head_bytes: bytes) -> tuple[np.dtype[Any], tuple[int, ...], int]
 
 def _array(data: bytes) -> np.ndarray:
     n = int.from_bytes(data[:4], "little")
-    if n > 4096 or len(data) < 4 + n:
+    if n > MAX_HEAD or len(data) < 4 + n:
         raise WireError("a malformed array header")
     dtype, shape, count = _array_head(data[4:4 + n])
     if count * dtype.itemsize != len(data) - 4 - n:
@@ -523,7 +535,9 @@ def decode_plain(data: Any) -> Any:
         raise WireError(f"extension type {code} where plain data was expected")
 
     try:
-        return msgpack.unpackb(data, ext_hook=refuse, raw=False, strict_map_key=False)
+        Budget(len(data)).buffer(data)
+        return msgpack.unpackb(data, ext_hook=refuse, raw=False, strict_map_key=False, max_array_len=MAX_VALUES,
+                               max_map_len=MAX_VALUES)
     except WireError:
         raise
     except Exception as exc:  # noqa: BLE001

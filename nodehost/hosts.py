@@ -8,13 +8,20 @@ runs :func:`nodehost.remote.node` (a fixed bootstrap line, the only code that cr
 through the channel as bytes (the data-only wire, :mod:`nodehost.wire`). :class:`ChannelConnection` and
 :class:`RemoteProcess` stand in for the pipe and the ``multiprocessing.Process`` of a local node in a
 :class:`~nodehost.process.NodeProcess`.
+
+Nothing the kit starts outlives it: at exit (:func:`close_all`) each host's node processes still running are
+ended first (so the other host's executions finish and its gateway can exit at once), then its gateways, and the
+kit waits for each gateway's ``ssh`` process, killing and reaping one that does not exit in time.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import subprocess
 import threading
+import time
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +29,8 @@ from datawire import encode_plain
 
 from .remote import BOOTSTRAP
 
+#: how long closing a host waits for its node processes and gateways to end before it kills their ssh processes
+CLOSE_S = 10.0
 #: the keys of an execnet spec that make sense for an SSH gateway (besides env:NAME=VALUE)
 SPEC_KEYS = ("ssh", "ssh_config", "python", "chdir", "nice", "dont_write_bytecode", "execmodel", "id")
 
@@ -119,12 +128,12 @@ class RemoteProcess:
     def is_alive(self) -> bool:
         return not self._gone.is_set()
 
-    def kill(self) -> None:
+    def kill(self, timeout: float = CLOSE_S) -> None:
         """The other host SIGKILLs the node process (asked on its channel, or because the channel closes)."""
         with contextlib.suppress(Exception):
             self._channel.send("kill")
         with contextlib.suppress(Exception):  # the other host's side ends once the node is dead
-            self._channel.waitclose(10.0)
+            self._channel.waitclose(timeout)
         if not self._gone.is_set():
             with contextlib.suppress(Exception):
                 self._channel.close()
@@ -144,6 +153,10 @@ class Host:
         self.spec = check_spec(spec)
         self._gateway: Any = None
         self._lock = threading.Lock()
+        #: every gateway opened to the host (one that died and was replaced too: its ssh may linger) and the node
+        #: processes started there
+        self._opened: list[Any] = []
+        self._nodes: weakref.WeakSet[RemoteProcess] = weakref.WeakSet()
 
     def gateway(self) -> Any:
         with self._lock:
@@ -154,6 +167,7 @@ class Host:
                         gw.exit()
                 try:
                     gw = self._gateway = _group().makegateway(self.spec)
+                    self._opened.append(gw)
                 except Exception as exc:  # noqa: BLE001 - execnet's HostNotFound and the like, in one line
                     raise OSError(f"cannot reach {self.spec} over SSH ({type(exc).__name__}: {exc}; ssh's own "
                                   "message is on stderr)") from None
@@ -165,14 +179,38 @@ class Host:
         channel = self.gateway().remote_exec(BOOTSTRAP)
         channel.send(encode_plain(["start", label, module, dict(env), key]))
         process = RemoteProcess(channel)
+        with self._lock:
+            self._nodes.add(process)
         return ChannelConnection(channel, process), process
 
-    def close(self) -> None:
+    def close(self, within: float = CLOSE_S) -> None:
+        """End the node processes still running there, then the gateways, within ``within`` seconds; an ssh
+        process still running then is killed, and every one is reaped."""
+        deadline = time.monotonic() + within
         with self._lock:
-            gw, self._gateway = self._gateway, None
-        if gw is not None:
+            gateways, self._opened, self._gateway = self._opened, [], None
+            nodes = [p for p in self._nodes if p.is_alive()]
+        for node in nodes:  # their channels close: the other host's executions end, its gateway can exit
+            node.kill(max(0.1, deadline - time.monotonic()))
+        for gw in gateways:
             with contextlib.suppress(Exception):
                 gw.exit()
+        for gw in gateways:
+            _reap_ssh(gw, deadline)
+
+
+def _reap_ssh(gateway: Any, deadline: float) -> None:
+    """Wait for a gateway's ssh process until ``deadline``, then kill it; reap it either way."""
+    popen = getattr(getattr(gateway, "_io", None), "popen", None)  # execnet keeps the ssh Popen there
+    if popen is None:
+        return
+    try:
+        popen.wait(max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            popen.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            popen.wait(5.0)
 
 
 _HOSTS: dict[str, Host] = {}
@@ -199,11 +237,17 @@ def _group() -> Any:
             import execnet
 
             _GROUP = execnet.Group()
-            atexit.register(_terminate)
+            atexit.register(close_all)
         return _GROUP
 
 
-def _terminate() -> None:
+def close_all() -> None:
+    """Close every host (see :meth:`Host.close`), then whatever else the group holds (registered at exit)."""
+    with _GROUP_LOCK:
+        hosts = list(_HOSTS.values())
+    for h in hosts:
+        with contextlib.suppress(Exception):
+            h.close()
     if _GROUP is not None:
         with contextlib.suppress(Exception):
             _GROUP.terminate(timeout=5.0)

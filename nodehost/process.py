@@ -88,6 +88,10 @@ class NodeProcess:
         self._send_lock = threading.Lock()
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
+        #: requests whose caller stopped waiting: their late answers still update what they name, once each; an
+        #: answer to any other request breaks the wire (decoded, such answers would grow what the codec keeps)
+        self._abandoned: set[int] = set()
+        self.broke: str | None = None
         self._reader: threading.Thread | None = None
         #: bumped each time a cluster takes the process, and when it gives it back: old handles stop working
         self.lease = 0
@@ -132,6 +136,12 @@ class NodeProcess:
         try:
             while True:
                 req, status, payload = read_reply(frames.recv(self.conn))
+                with self._lock:
+                    late = req in self._abandoned
+                    self._abandoned.discard(req)
+                    if not late and req not in self._pending:
+                        self.broke = f"answered request {req}, which the node host has not made or has had answered"
+                        break
                 try:
                     value: Any = self.codec.reply(payload)
                 except WireError as exc:  # an undecodable reply fails that request only
@@ -169,6 +179,8 @@ class NodeProcess:
         return self.running
 
     def gone(self) -> BaseException:
+        if self.broke is not None:
+            return self._gone_exc(f"{self.label} process (pid {self.pid}) broke the wire: it {self.broke}")
         return self._gone_exc(f"{self.label} process (pid {self.pid}) is not running")
 
     def call(self, op: str, *args: Any, **kwargs: Any) -> Any:
@@ -199,7 +211,8 @@ class NodeProcess:
         def answer(timeout: float | None) -> Any:
             if not p.event.wait(timeout):
                 with self._lock:
-                    self._pending.pop(req, None)
+                    if self._pending.pop(req, None) is not None:
+                        self._abandoned.add(req)
                 raise TimeoutError(f"{self.label} did not answer {op!r} within {timeout} s")
             if p.status == OK:
                 return p.value

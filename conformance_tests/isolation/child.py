@@ -4,11 +4,12 @@ Started by :mod:`conformance_tests.isolation.executor` as ``python -m conformanc
 TARGET``.  A request the kit makes from one of its own threads runs on a thread here too, so the kit's concurrent
 pushes overlap as they would in process; the others run in turn on the reading thread (a thread hand-off per
 call would cost more than the call).  What crosses is data only (:mod:`.wire`).  The process ignores Ctrl-C (the
-kit decides what an interrupt ends) and exits when the pipe closes.
+kit decides what an interrupt ends) and exits when the pipe closes, after the backend's exit functions.
 """
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import os
 import signal
@@ -149,7 +150,11 @@ def serve(conn: Connection, target: str) -> None:
                 pool.submit(handle, rid, op, hid, name, args, kwargs)
             else:
                 handle(rid, op, hid, name, args, kwargs)
-    os._exit(0)  # threads the backend left behind must not keep this process alive
+    # what the backend registered to run at exit runs (the node host ends its nodes on other hosts and waits for
+    # its ssh processes: nothing it started there outlives the run), but threads it left behind must not keep
+    # this process alive
+    atexit._run_exitfuncs()
+    os._exit(0)
 
 
 def _die_with_parent() -> None:

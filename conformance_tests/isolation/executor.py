@@ -18,7 +18,6 @@ import atexit
 import inspect
 import itertools
 import multiprocessing
-import os
 import select
 import sys
 import tempfile
@@ -35,10 +34,13 @@ from ..deadlines import Deadlines
 from ..errors import HarnessError
 from . import wire
 from .api import KitApis
-from .processes import BackendProcess, become_subreaper
+from .processes import BackendProcess, become_subreaper, output_tail
 
 #: how long a new backend process may take to import the backend and say it is ready
 START_TIMEOUT_S = 120.0
+#: how long the process may take to stop when asked at the end of a run (its backend's exit functions run: the
+#: node host's closing of its SSH hosts waits up to nodehost.hosts.CLOSE_S), before it is killed
+STOP_S = 15.0
 #: lines of the process's output (stdout and stderr together) an error row quotes
 TAIL_LINES = 15
 
@@ -87,6 +89,8 @@ class Executor:
         self._cond = threading.Condition()
         self._reading = False
         self._replies: dict[int, tuple[int, str, str, Any]] = {}
+        #: requests sent, not yet answered: a reply to any other breaks the protocol (kept, such replies would pile up)
+        self._asked: set[int] = set()
         self._released: list[int] = []
         self._proc: BackendProcess | None = None
         self._conn: Any = None
@@ -114,6 +118,7 @@ class Executor:
         self.generation += 1
         self.lost = None
         self._replies.clear()
+        self._asked.clear()
         self._released.clear()
         if not parent.poll(START_TIMEOUT_S):
             self._kill()
@@ -150,7 +155,7 @@ class Executor:
         try:
             with self._send_lock:
                 frames.send(self._conn, self.codec.encode_parts([0, "stop", 0, None, (), {}, [], False]))
-            self._proc.wait(2.0)
+            self._proc.wait(STOP_S)
         except Exception:  # noqa: BLE001 - it is going away either way
             pass
         self._kill()
@@ -169,17 +174,7 @@ class Executor:
 
     def tail(self) -> str:
         """The last lines the process wrote (stdout and stderr), as a suffix for an error message."""
-        if self._log is None:
-            return ""
-        try:
-            self._log.flush()
-            size = self._log.seek(0, os.SEEK_END)
-            self._log.seek(max(0, size - 8000))
-            text = self._log.read().decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
-        lines = [ln for ln in text.splitlines() if ln.strip()][-TAIL_LINES:]
-        return ("; its output ended with:\n" + "\n".join(lines)) if lines else "; it wrote nothing"
+        return output_tail(self._log, TAIL_LINES)
 
     def _lose(self, step: str, why: str, hung: bool = False) -> BackendLost:
         if self.lost is None:
@@ -213,6 +208,8 @@ class Executor:
         except datawire.NotData as exc:
             raise HarnessError(step, f"an argument cannot be sent to the backend's process: {exc}") from None
         self._released = []
+        with self._cond:
+            self._asked.add(rid)
         try:
             with self._send_lock:
                 frames.send(self._conn, data)
@@ -230,13 +227,10 @@ class Executor:
             raise value
         if kind == wire.API:
             try:
-                api = self.apis.build(value)
+                return kind, self.apis.build(value, self.names)
             except ValueError as exc:
                 raise WireError(step, f"the backend's process described node.api with something else: {exc}") \
                     from None
-            for enum_name, cls in self.apis.enums.items():
-                self.names.add_enum(enum_name, cls, replace=True)
-            return kind, api
         return kind, value
 
     def _await(self, rid: int, step: str) -> tuple[int, str, str, Any]:
@@ -284,12 +278,19 @@ class Executor:
                 pipe_ready = True
             if pipe_ready:
                 try:
-                    return wire.read_reply(frames.recv(conn))
+                    reply = wire.read_reply(frames.recv(conn))
                 except datawire.WireError as exc:
                     raise self._lose(step, f"the backend's process broke the wire during {step} ({exc}); "
                                            "the kit ended it") from None
                 except (EOFError, OSError):
                     raise self._lose(step, f"the backend's process {self._death()} during {step}") from None
+                with self._cond:
+                    asked = reply[0] in self._asked
+                    self._asked.discard(reply[0])
+                if not asked:
+                    raise self._lose(step, f"the backend's process broke the wire during {step} (a reply to request "
+                                           f"{reply[0]}, not made or answered already); the kit ended it")
+                return reply
             if events or proc.poll() is not None:  # the process exited, every reply it sent read
                 raise self._lose(step, f"the backend's process {self._death()} during {step}")
 

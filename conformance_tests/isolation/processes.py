@@ -156,6 +156,22 @@ class BackendProcess:
                 time.sleep(0.01)
 
 
+def output_tail(log: IO[bytes] | None, lines: int) -> str:
+    """The last ``lines`` lines a process wrote to ``log`` (its stdout and stderr), as a suffix for an error
+    message."""
+    if log is None:
+        return ""
+    try:
+        log.flush()
+        size = log.seek(0, os.SEEK_END)
+        log.seek(max(0, size - 8000))
+        text = log.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+    kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
+    return ("; its output ended with:\n" + "\n".join(kept)) if kept else "; it wrote nothing"
+
+
 def pids_marked(token: str) -> list[int]:
     """The live processes that carry a generation's mark (self-tests check that none is left)."""
     mark = f"{MARK_ENV}={token}".encode()

@@ -106,6 +106,33 @@ class SshServers:
         """The processes under the SSH server of host ``index`` (its sessions: shells, gateways, node processes)."""
         return _descendants([self.procs[index].pid])
 
+    def leftovers(self) -> list[str]:
+        """What a client of these servers started that still runs, one line each: ``ssh`` clients reading this
+        folder's ssh_config, and every process of a session on the hosts (sshd gives it ``SSH_CONNECTION``, naming
+        one of these servers' address and port, and its children inherit it), even once that session's sshd is
+        gone and it was re-parented. Zombies are gone already."""
+        servers = {f"{ip} {port}" for ip, port in self.addresses}
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                environ = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            command = " ".join(a.decode(errors="replace") for a in argv if a)[:160]
+            if argv and Path(argv[0].decode(errors="replace")).name == "ssh" and str(self.ssh_config).encode() in argv:
+                found.append(f"{entry.name}: ssh client {command}")
+                continue
+            for var in environ:
+                if var.startswith(b"SSH_CONNECTION=") and " ".join(var.decode().split()[2:]) in servers:
+                    found.append(f"{entry.name}: in an SSH session of these hosts: {command}")
+                    break
+        return found
+
     def take_down(self, index: int) -> list[int]:
         """Host ``index`` goes away: its SSH server stops (no new connection), then every process its sessions ran is
         SIGKILLed (by pid): its gateways die, their nodes follow. The pids killed."""

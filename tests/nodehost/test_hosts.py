@@ -4,8 +4,10 @@ certification across two SSH hosts is tests/adapters/test_llm_datadist_shim.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -136,3 +138,87 @@ def test_stopping_a_host_mid_run_gives_error_rows(servers: SshServers, tmp_path:
     report = json.loads((tmp_path / "report.json").read_text())
     assert [t for t in report["tests"] if t["outcome"] == "error"], "no error rows after the host went away"
     assert report["verdict"]["certified"] is False
+
+
+def _certify_on_hosts(servers: SshServers, report: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, UCX_NET_DEVICES="lo", NIXL_LOG_LEVEL="ERROR", NODEHOST_HOSTS=",".join(servers.hosts))
+    env.pop("PUSH_CACHE_BACKEND", None)
+    return subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", "reference-nodehost",
+                           "--report-dir", str(report), "-p", "no:warnings", "--clauses",
+                           "push_cache.data.src_batch_slice", *extra], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_what_a_gateway_starts_is_seen_until_it_is_closed(servers: SshServers) -> None:
+    """The check below can fail: an open gateway is an ssh client here and a python in a session there."""
+    import execnet
+
+    group = execnet.Group()
+    gateway = group.makegateway(servers.hosts[0])
+    try:
+        assert gateway.remote_exec("channel.send(1)").receive() == 1
+        seen = servers.leftovers()
+        assert any("ssh client" in s for s in seen) and any("SSH session" in s for s in seen), seen
+    finally:
+        group.terminate(timeout=10)
+    assert servers.leftovers() == []
+
+
+@pytest.mark.parametrize("isolation", ["off", "process"])
+@pytest.mark.parametrize("refused", [False, True])
+def test_nothing_certify_starts_on_ssh_hosts_outlives_it(servers: SshServers, tmp_path: Path, refused: bool,
+                                                         isolation: str) -> None:
+    """A plain run, and one refused because the second host's key is unknown (the first host's node is up by then),
+    with the node host in the kit's process or in a backend process of its own: once certify has exited, no ssh
+    client it started and no process of its SSH sessions runs."""
+    if refused:
+        servers.known_hosts.write_text(servers.known_hosts.read_text().splitlines()[0] + "\n")
+    proc = _certify_on_hosts(servers, tmp_path / "report", "--isolation", isolation)
+    left = servers.leftovers()
+    out = (proc.stdout + proc.stderr)[-3000:]
+    assert proc.returncode == (3 if refused else 5), out
+    if refused:
+        assert "cannot reach ssh=host1" in out, out
+    assert left == [], f"left after certify (exit {proc.returncode}): {left}"
+
+
+def test_the_other_hosts_processes_end_when_their_ssh_client_dies(servers: SshServers) -> None:
+    """The kit's ssh clients SIGKILLed under an open cluster (as when the kit itself is killed): the gateways' python
+    on each host sees its stdin close and ends, and its node processes with it, within seconds."""
+    cluster = _backend(servers).open_cluster(specs(1, 2))
+    try:
+        clients = [int(line.split(":")[0]) for line in servers.leftovers() if ": ssh client " in line]
+        assert len(clients) == 2, servers.leftovers()
+        on_hosts = [line for line in servers.leftovers() if "SSH session" in line]
+        assert len(on_hosts) >= 4, on_hosts  # a gateway and a node process on each host
+        for pid in clients:
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while (left := servers.leftovers()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert left == [], f"left on the hosts after their ssh clients died: {left}"
+    finally:
+        with contextlib.suppress(Exception):
+            cluster.close()
+
+
+#: a program that opens a cluster on the hosts (argv[1], comma-separated) and exits with it still open
+OPEN_AT_EXIT = """
+import sys
+from nodehost.backend import NodeHostBackend
+from tests.helpers.nodes import specs
+backend = NodeHostBackend("reference_impl.multiprocess.datadist", name="left-open", hosts=sys.argv[1].split(","))
+cluster = backend.open_cluster(specs(1, 2))
+print("open", flush=True)
+"""
+
+
+def test_a_cluster_left_open_at_exit_leaves_nothing_on_the_hosts(servers: SshServers) -> None:
+    """The process exits with a cluster open on the hosts (and a pool of their nodes): at exit the node host ends
+    those nodes and its gateways and waits for their ssh processes, so none of them is left once it has exited."""
+    env = dict(os.environ, UCX_NET_DEVICES="lo", NIXL_LOG_LEVEL="ERROR")
+    proc = subprocess.run([sys.executable, "-c", OPEN_AT_EXIT, ",".join(servers.hosts)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    left = servers.leftovers()
+    assert proc.returncode == 0 and "open" in proc.stdout, (proc.stdout + proc.stderr)[-3000:]
+    assert left == [], f"left after a process exited with a cluster open: {left}"
