@@ -7,6 +7,7 @@ answer: a push that raised reached its partitions as much as one that returned.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import combinations
 from typing import Any
 
 from ..spec import Spec
@@ -108,3 +109,21 @@ def relations(spec: Spec) -> list[Mapping[str, Any]]:
     if cov is None:
         return []
     return [r for dim in cov.dimensions.values() if dim.kind == "relations" for r in dim.params["relations"]]
+
+
+def group_keys(spec: Spec, signature: Any, pushes: Sequence[tuple[Any, Any, Any, Mapping[str, str]]]) -> set[str]:
+    """Every partition and pair the pushes of one concurrent group reached: each push alone, and each two of them
+    together in their relation.  ``pushes``: (call, src, dst, facts) per push, ``facts`` its RELATION_FACTS names."""
+    cov = spec.coverage
+    if cov is None:
+        return set()
+    facts = [push_facts(spec, signature, call, src, dst) for call, src, dst, _ in pushes]
+    out: set[str] = set()
+    for f in facts:
+        out |= keys_of(f, cov.pairs)
+    rels = relations(spec)
+    for i, j in combinations(range(len(pushes)), 2):
+        rel = relation_of(rels, pushes[i][3], pushes[j][3])
+        if rel is not None:
+            out |= relation_keys(spec, rel, [facts[i], facts[j]])
+    return out

@@ -171,3 +171,17 @@ def test_certify_prints_and_records_the_domain_coverage(tmp_path):
                f"{cov['pairs_reached']}/{cov['pairs']} pairs")
     assert printed in proc.stdout, proc.stdout[-3000:]
 
+
+
+def test_two_pushes_into_one_cache_are_judged_together_and_a_lost_writer_is_caught(tmp_path):
+    """The concurrent clause's one-cache relation (disjoint entries) passes on the reference, each push judged over
+    the entries the others wrote; a backend whose second writer loses its bytes fails that test, and only it."""
+    ok = certify("--clauses", "push_cache.data.concurrent", "--report-dir", str(tmp_path / "ok"))
+    assert "2 passed" in ok.stdout, ok.stdout[-3000:]
+    certify("--backend", "one_writer_per_cache_backend:backend", "--clauses", "push_cache.data.concurrent",
+            "--report-dir", str(tmp_path / "bad"))
+    rows = json.loads((tmp_path / "bad" / "report.json").read_text(encoding="utf-8"))["tests"]
+    outcomes = {r["id"].rsplit("-", 1)[-1].rstrip("]"): r["outcome"] for r in rows}
+    assert outcomes == {"one_pair_two_caches": "passed", "one_cache_disjoint_entries": "failed"}, outcomes
+    failed = next(r for r in rows if r["outcome"] == "failed")
+    assert "wrong after concurrent pushes" in failed["message"], failed["message"]

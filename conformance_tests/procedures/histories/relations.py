@@ -1,15 +1,11 @@
-"""Concurrency as a domain: how the pushes of one concurrent step relate (the spec's coverage relations), and
-what of the coverage dimensions the step reached."""
+"""Concurrency as a domain in the stateful suite: what of the coverage dimensions one concurrent step reached."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import combinations
 from typing import TYPE_CHECKING
 
-from ...coverage import relation_keys, relation_of
-from ...coverage.measure import push_facts, relations
-from ...coverage.universe import keys_of
+from ...coverage.measure import group_keys
 from ...spec import Signature, Spec
 from ...testbed import Call
 
@@ -25,15 +21,5 @@ def names(plan: Plan) -> dict[str, str]:
 
 def step_keys(spec: Spec, signature: Signature, plans: Sequence[Plan], calls: Sequence[Call]) -> set[str]:
     """Every partition and pair one concurrent step reached: each push alone, and each two of them together."""
-    facts = [push_facts(spec, signature, call, plan.src.info, plan.dst.info if plan.dst else None)
-             for plan, call in zip(plans, calls, strict=True)]
-    pairs = spec.coverage.pairs if spec.coverage is not None else ()
-    out: set[str] = set()
-    for f in facts:
-        out |= keys_of(f, pairs)
-    rels = relations(spec)
-    for i, j in combinations(range(len(plans)), 2):
-        rel = relation_of(rels, names(plans[i]), names(plans[j]))
-        if rel is not None:
-            out |= relation_keys(spec, rel, [facts[i], facts[j]])
-    return out
+    return group_keys(spec, signature, [(call, plan.src.info, plan.dst.info if plan.dst else None, names(plan))
+                                        for plan, call in zip(plans, calls, strict=True)])
