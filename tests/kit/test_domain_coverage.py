@@ -177,11 +177,28 @@ def test_two_pushes_into_one_cache_are_judged_together_and_a_lost_writer_is_caug
     """The concurrent clause's one-cache relation (disjoint entries) passes on the reference, each push judged over
     the entries the others wrote; a backend whose second writer loses its bytes fails that test, and only it."""
     ok = certify("--clauses", "push_cache.data.concurrent", "--report-dir", str(tmp_path / "ok"))
-    assert "2 passed" in ok.stdout, ok.stdout[-3000:]
+    assert ok.returncode == 5 and " failed" not in ok.stdout, ok.stdout[-3000:]
     certify("--backend", "one_writer_per_cache_backend:backend", "--clauses", "push_cache.data.concurrent",
             "--report-dir", str(tmp_path / "bad"))
     rows = json.loads((tmp_path / "bad" / "report.json").read_text(encoding="utf-8"))["tests"]
-    outcomes = {r["id"].rsplit("-", 1)[-1].rstrip("]"): r["outcome"] for r in rows}
-    assert outcomes == {"one_pair_two_caches": "passed", "one_cache_disjoint_entries": "failed"}, outcomes
+    outcomes = {r["id"].split("concurrent-", 1)[1].rstrip("]"): r["outcome"] for r in rows}
+    assert UNI is not None and len(outcomes) == len(UNI.partitions["concurrency"]) * 2, outcomes
+    lost = {k for k, v in outcomes.items() if v == "failed"}
+    assert lost == {"one_cache_disjoint_entries-HOST", "one_cache_disjoint_entries-DEVICE"}, outcomes
     failed = next(r for r in rows if r["outcome"] == "failed")
     assert "wrong after concurrent pushes" in failed["message"], failed["message"]
+
+
+@pytest.mark.parametrize("relation", relations(SPEC), ids=lambda r: r["name"])
+@pytest.mark.parametrize("threads", [2, 4])
+def test_the_cluster_built_for_a_relation_has_that_relation_between_every_two_pushes(relation, threads):
+    from conformance_tests.procedures.relation_topology import node_names, pushes_for, slots
+
+    n = pushes_for(relation, threads, 2, 4)
+    built = slots(relation, n)
+    assert len(node_names(built)) <= 4 and n >= 2, built
+    facts = [{"source_node": p.client, "destination_node": p.server, "destination_cache": p.dst} for p in built]
+    for i, j in [(i, j) for i in range(n) for j in range(i + 1, n)]:
+        assert relation_of(relations(SPEC), facts[i], facts[j]) == relation["name"], (relation, built)
+        if built[i].dst == built[j].dst:
+            assert built[i].dst_batch != built[j].dst_batch, f"slots({relation['name']}): one entry written twice"
