@@ -22,6 +22,7 @@ def tally(uni: Universe | None, reached: Iterable[str]) -> dict[str, Any] | None
         "unreached_partitions": [k for k in parts if k not in got],
         "unreached_pairs": [k for k in pairs if k not in got],
         "blocks_verdict": uni.blocks_verdict,
+        "excluded": list(uni.excluded),
     }
 
 

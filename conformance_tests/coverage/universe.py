@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import product
+from typing import Any
+
+from ..backend import capability_supported
 
 from ..spec import Signature, Spec
 from ..spec.model import CoverageDimension
@@ -30,9 +33,10 @@ def pair_key(a: str, b: str) -> str:
 
 @dataclass(frozen=True)
 class Universe:
-    partitions: Mapping[str, tuple[str, ...]]  # dimension -> its partitions' values
+    partitions: Mapping[str, tuple[str, ...]]  # dimension -> its partitions' values (those the backend can reach)
     pairs: tuple[tuple[str, str], ...]  # the dimensions paired
     blocks_verdict: bool = False  # the spec's: a full run leaving one unreached is NOT CERTIFIED
+    excluded: tuple[str, ...] = ()  # partition keys the backend's capabilities exclude (their pairs are left out)
 
     def partition_keys(self) -> list[str]:
         return [key(d, v) for d, values in self.partitions.items() for v in values]
@@ -61,14 +65,32 @@ def partitions_of(spec: Spec, signature: Signature, dim: CoverageDimension) -> t
     raise ValueError(f"coverage dimension {dim.name}: unknown kind {dim.kind!r}")  # the schema names every kind
 
 
-def universe(spec: Spec, signature: Signature) -> Universe | None:
-    """The partitions and pairs of ``spec``'s coverage section for the release whose signature is given (None:
-    the spec asks for none)."""
+def declared(dim: CoverageDimension, value: str, caps: Mapping[str, Any]) -> bool:
+    """Whether a backend with ``caps`` can reach the partition ``value`` of ``dim`` (its ``requires``)."""
+    req = dim.params.get("requires")
+    if not req:
+        return True
+    head = str(req["capability"])
+    if req.get("per_partition"):
+        if head not in caps:
+            return value in (req.get("default") or ())
+        return capability_supported(caps, f"{head}.{value}")
+    return capability_supported(caps, head)
+
+
+def universe(spec: Spec, signature: Signature, caps: Mapping[str, Any] | None = None) -> Universe | None:
+    """The partitions and pairs of ``spec``'s coverage section for the release whose signature is given, less
+    those ``caps`` exclude (None: every one; the result None: the spec asks for none)."""
     cov = spec.coverage
     if cov is None:
         return None
-    parts = {name: partitions_of(spec, signature, dim) for name, dim in cov.dimensions.items()}
-    return Universe(parts, cov.pairs, cov.blocks_verdict)
+    parts: dict[str, tuple[str, ...]] = {}
+    excluded: list[str] = []
+    for name, dim in cov.dimensions.items():
+        values = partitions_of(spec, signature, dim)
+        parts[name] = tuple(v for v in values if caps is None or declared(dim, v, caps))
+        excluded += [key(name, v) for v in values if v not in parts[name]]
+    return Universe(parts, cov.pairs, cov.blocks_verdict, tuple(excluded))
 
 
 def keys_of(facts: Mapping[str, Iterable[str]], pairs: Iterable[tuple[str, str]]) -> set[str]:

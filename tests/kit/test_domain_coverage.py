@@ -202,3 +202,17 @@ def test_the_cluster_built_for_a_relation_has_that_relation_between_every_two_pu
         assert relation_of(relations(SPEC), facts[i], facts[j]) == relation["name"], (relation, built)
         if built[i].dst == built[j].dst:
             assert built[i].dst_batch != built[j].dst_batch, f"slots({relation['name']}): one entry written twice"
+
+
+@pytest.mark.parametrize(("caps", "excluded"), [
+    ({"placements": ["DEVICE", "HOST"], "threads": True}, set()),
+    ({}, {"src_placement=HOST", "dst_placement=HOST"} | {f"concurrency={r['name']}" for r in relations(SPEC)}),
+    ({"placements": ["HOST"], "threads": True}, {"src_placement=DEVICE", "dst_placement=DEVICE"}),
+])
+def test_what_the_capabilities_exclude_is_reported_and_not_required(caps, excluded):
+    uni = universe(SPEC, SIG, caps)
+    assert uni is not None and set(uni.excluded) == excluded, f"universe(caps={caps}).excluded: {uni.excluded}"
+    assert not excluded & set(uni.partition_keys())
+    assert not any(e in pair.split(" & ") for pair in uni.pair_keys() for e in excluded)
+    cov = tally(uni, [])
+    assert cov is not None and set(cov["excluded"]) == excluded
