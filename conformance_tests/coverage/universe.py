@@ -12,7 +12,6 @@ from itertools import product
 from typing import Any
 
 from ..backend import capability_supported
-
 from ..spec import Signature, Spec
 from ..spec.model import CoverageDimension
 

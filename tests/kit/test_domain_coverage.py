@@ -4,7 +4,7 @@ push or one concurrent pair reached, the run's tally, the verdict rule and a cer
 from __future__ import annotations
 
 import json
-from itertools import product
+from itertools import combinations, product
 from types import SimpleNamespace
 from typing import Any
 
@@ -198,7 +198,7 @@ def test_the_cluster_built_for_a_relation_has_that_relation_between_every_two_pu
     built = slots(relation, n)
     assert len(node_names(built)) <= 4 and n >= 2, built
     facts = [{"source_node": p.client, "destination_node": p.server, "destination_cache": p.dst} for p in built]
-    for i, j in [(i, j) for i in range(n) for j in range(i + 1, n)]:
+    for i, j in combinations(range(n), 2):
         assert relation_of(relations(SPEC), facts[i], facts[j]) == relation["name"], (relation, built)
         if built[i].dst == built[j].dst:
             assert built[i].dst_batch != built[j].dst_batch, f"slots({relation['name']}): one entry written twice"
