@@ -382,9 +382,10 @@ def _check_coverage(raw: dict[str, Any]) -> Iterator[Problem]:
         if dim["kind"] == "members" and dim["type"] not in enums:
             yield (json_path("coverage", "dimensions", name, "type"),
                    f"names no enum type: {dim['type']!r}{suggest(dim['type'], enums)}")
-        if dim.get("past") is not None and dim["past"] not in ids:
-            yield (json_path("coverage", "dimensions", name, "past"),
-                   f"names no clause: {dim['past']!r}{suggest(dim['past'], ids)}")
+        for field in ("past", "covered_by"):
+            if dim.get(field) is not None and dim[field] not in ids:
+                yield (json_path("coverage", "dimensions", name, field),
+                       f"names no clause: {dim[field]!r}{suggest(dim[field], ids)}")
     for i, pair in enumerate(section["pairs"]):
         for j, name in enumerate(pair):
             if name not in dims:

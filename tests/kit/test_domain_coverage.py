@@ -216,3 +216,14 @@ def test_what_the_capabilities_exclude_is_reported_and_not_required(caps, exclud
     assert not any(e in pair.split(" & ") for pair in uni.pair_keys() for e in excluded)
     cov = tally(uni, [])
     assert cov is not None and set(cov["excluded"]) == excluded
+
+
+def test_the_covering_push_reaches_every_omitted_default_by_construction(tmp_path):
+    """The defaults dimension's covered_by clause makes the baseline push with every defaulted parameter left out,
+    in every run: no draw needs to happen on an omission."""
+    certify("--clauses", "push_cache.data.postcondition", "--report-dir", str(tmp_path))
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    ids = [t["id"] for t in report["tests"] if t["outcome"] == "passed"]
+    assert any(i.endswith("-parameter_omitted]") for i in ids), ids
+    unreached = report["run"]["domain_coverage"]["unreached_partitions"]
+    assert not [k for k in unreached if k.startswith("parameter=")], unreached
