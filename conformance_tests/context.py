@@ -28,6 +28,7 @@ class Counters:
     push_calls: int = 0  # push_cache calls made by the harness
     restarts: int = 0  # new backend processes started for this test (the last one was lost)
     layouts: set[str] = field(default_factory=set)  # distinct cache layouts (src/dst descs and placements)
+    coverage: set[str] = field(default_factory=set)  # the domain partitions and pairs its pushes reached
     histories: int = 0  # histories the stateful suite ran (each hypothesis example, shrinking included)
     history_steps: int = 0  # their steps (rules run)
     history_pushes: int = 0  # push_cache calls made in them
@@ -39,6 +40,7 @@ class Counters:
         self.push_calls = 0
         self.restarts = 0
         self.layouts.clear()
+        self.coverage.clear()
         self.histories = self.history_steps = self.history_pushes = 0
         self.push_features = {}
         self.last_push = None

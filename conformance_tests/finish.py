@@ -16,8 +16,11 @@ import pytest
 from hypothesis import settings
 
 from . import exitcodes
+from .coverage import tally, universe
+from .coverage.tally import line as coverage_line
 from .invocation import certify_args
 from .profiles import CERTIFY_EXAMPLES
+from .report.builder import unreached_coverage
 from .reproducible import layouts_sha256, run_versions
 from .rows import plain, printable
 from .selection import WHY_DESELECTED, WHY_NOT_RUN, selection_problems
@@ -116,6 +119,7 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             "certify_args": certify_args(config.invocation_params.args),
             "push_calls": rows.push_calls,
             "distinct_layouts": len(rows.layouts),
+            "domain_coverage": tally(universe(ctx.spec, ctx.signature, ctx.caps), rows.coverage),
             **rows.history_counts,
             "layouts_sha256": layouts_sha256(rows.layouts),
             "passing_push_features": rows.passing_push_features,
@@ -311,6 +315,10 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
             tr.write_line(f"expired expectations entry ignored: {e.describe()}")
     tr.write_line("unexpected passes: " + (", ".join(state.rows.unexpected_passes) or "none"))
     tr.write_line(f"push_cache calls: {state.rows.push_calls}, distinct layouts: {len(state.rows.layouts)}")
+    cov = (report.get("run") or {}).get("domain_coverage")
+    tr.write_line(coverage_line(cov))
+    for k in unreached_coverage(cov)[:20]:
+        tr.write_line(f"  unreached: {k}", yellow=True)
     hc = state.rows.history_counts
     tr.write_line(f"histories: {hc['histories']}, steps: {hc['history_steps']}, "
                   f"pushes in histories: {hc['history_pushes']}")

@@ -211,6 +211,7 @@ class TestPhases:
         if rep.when == "teardown":
             counters = run.counters
             data["counts"] = plain({"push_calls": counters.push_calls, "layouts": sorted(counters.layouts),
+                                    "coverage": sorted(counters.coverage),
                                     "restarts": counters.restarts, "histories": counters.histories,
                                     "history_steps": counters.history_steps, "history_pushes": counters.history_pushes,
                                     "push_features": counters.push_features, "last_push": counters.last_push})

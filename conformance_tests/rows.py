@@ -128,6 +128,7 @@ class Rows:
         #: per class of push (returned, raised) and feature, the values the pushes of the passing tests took
         self.passing_push_features: dict[str, dict[str, Any]] = {}
         self.layouts: set[str] = set()
+        self.coverage: set[str] = set()  # the domain partitions and pairs the run's pushes reached
         #: what the stateful suite did: histories run, their steps and their pushes
         self.history_counts: dict[str, int] = dict.fromkeys(HISTORY_COUNTS, 0)
         self.unexpected_passes: list[str] = []
@@ -178,6 +179,7 @@ class Rows:
             self.push_calls += int(counts.get("push_calls", 0))
             self.restarts += int(counts.get("restarts", 0))
             self.layouts.update(counts.get("layouts") or [])
+            self.coverage.update(counts.get("coverage") or [])
             for key in HISTORY_COUNTS:
                 self.history_counts[key] += int(counts.get(key, 0))
             # the likely-cause analysis sets the push a failure judged against every push of a passing test

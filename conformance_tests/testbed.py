@@ -17,6 +17,7 @@ import numpy as np
 
 from .backend import call_each, capability_supported
 from .context import RunContext
+from .coverage import push_keys
 from .deadlines import Hung
 from .errors import HarnessError
 from .isolation.executor import BackendLost
@@ -151,6 +152,12 @@ class Freed:
     info: CacheInfo
     addrs: list[int]
     before: list[np.ndarray] = field(default_factory=list)
+
+
+def layout_key(*infos: CacheInfo | None) -> str:
+    """A push's layout as the run's distinct-layouts count keys it: its caches' descriptions and memory."""
+    return "->".join(f"{i.num_tensors}x{i.shape}:{i.data_type}:{i.placement}:{'reg' if i.guarded else 'alloc'}"
+                     for i in infos if i is not None)
 
 
 class Testbed:
@@ -456,7 +463,8 @@ class Testbed:
                            "    outcome = exc", "else:", "    outcome = None"]
         counters = self.run.counters
         counters.push_calls += 1
-        counters.layouts.add(self.layout_key())
+        counters.layouts.add(layout_key(self.src, self.dst))
+        counters.coverage |= push_keys(self.run.spec, self.run.signature, call, self.src, self.dst)
         start = time.monotonic()
         try:
             posargs, kwargs = call.build()
@@ -490,14 +498,6 @@ class Testbed:
         push = features(call.raw(), self.src, self.dst, self.default_tnpl)
         push["returned"] = outcome.exc is None and not outcome.hung
         self.run.counters.last_push = push
-
-    def layout_key(self) -> str:
-        parts = []
-        for info in (self.src, self.dst):
-            if info is not None:
-                parts.append(f"{info.num_tensors}x{info.shape}:{info.data_type}:{info.placement}:"
-                             f"{'reg' if info.guarded else 'alloc'}")
-        return "->".join(parts)
 
     # ------------------------------------------------------------------------------------------ observations
 

@@ -16,7 +16,7 @@ one module per concern:
 Every procedure takes the run context (:class:`conformance_tests.context.RunContext`) as its first argument.
 """
 
-from . import calls, concurrency, construction, histories, introspection, invalid, streams  # noqa: F401 - they register
+from . import calls, concurrency, construction, covering, histories, introspection, invalid, streams  # noqa: F401 - they register
 from .registry import GENERATED, PROCEDURES, Item, items_for, run_item
 from .steps import STEPS
 

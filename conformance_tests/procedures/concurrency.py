@@ -1,71 +1,150 @@
-"""The ``concurrent`` procedure: several threads push the same source into distinct destination caches at once;
-each destination is judged as if its push had been the only one."""
+"""The ``concurrent`` procedure: several threads push at once, one test per relation of the spec's coverage (same
+or different source node, destination node, destination cache: procedures/relation_topology.py builds the
+cluster); each push is judged exactly as if it had been the only one (on one cache, over the entries the others
+wrote)."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
+import numpy as np
+
+from .. import oracle
 from ..context import RunContext
+from ..coverage.measure import group_keys, relations
 from ..judging import effect_problems, fail, outcome_problem
 from ..observation import Observation
-from ..spec import Clause
-from ..spec.value_language import Lit
+from ..spec import CacheSpec, Clause
 from ..testbed import CacheInfo, Call, Outcome
-from .common import opened, per_call_bound, require
-from .registry import Item, procedure, single
+from ..values import Deferred, Value
+from .common import per_call_bound, require
+from .histories.bed import HistoryBed
+from .histories.world import NodeState
+from .registry import Item, procedure
+from .relation_topology import PushSlot, node_names, pushes_for, slots
 
 #: how long the threads wait for each other at the start line
 BARRIER_S = 10
+#: the relation of the spec's first concurrent test, where the spec names no relations
+DISTINCT_CACHES = {"name": "check", "source_node": "same", "destination_node": "same", "destination_cache": "different"}
 
 
-@procedure("concurrent", single)
+def _relation_items(run: RunContext, clause: Clause) -> list[Item]:
+    """One test per relation and per destination placement the backend declares (the spec's coverage pairs the
+    relation with the memory its writers meet in)."""
+    declared = set(run.caps.get("placements") or ["DEVICE"])
+    table = run.spec.types.enums.get("Placement")
+    places = [p for p in (table.members if table else ()) if p in declared] or [clause.scenario.dst.placement]
+    rels = relations(run.spec) or [DISTINCT_CACHES]
+    return [Item(f"{r['name']}-{p}", (r, p)) for r in rels for p in places]
+
+
+def _max_nodes(run: RunContext) -> int:
+    hist = run.spec.generation.histories if run.spec.generation is not None else None
+    return hist.nodes.max if hist is not None else 2
+
+
+@procedure("concurrent", _relation_items)
 def run_concurrent(run: RunContext, clause: Clause, item: Item) -> None:
     require(run, clause.requires)
-    n = clause.procedure.threads
-    scenario = clause.scenario.with_(link=False)  # linked once every destination exists
-    expectation = clause.expect
-    with opened(run, scenario) as tb:
-        assert tb.dst is not None and tb.src is not None
-        dsts: list[CacheInfo] = [tb.dst]
-        for i in range(1, n):
-            info = tb.make_cache(f"dst{i}", "remote", scenario.dst, guard=True)
-            tb.fill_sentinel(info)
-            dsts.append(info)
-        tb.link()
-        calls: list[Call] = []
-        for info in dsts:
-            tb.dst = info
-            calls.append(tb.call({"src_batch_index": Lit(len(calls) % tb.src.batch)}))
-        results: list[Any] = [None] * n
-        barrier = threading.Barrier(n)
+    relation, placement = item.data
+    n = pushes_for(relation, clause.procedure.threads, clause.scenario.dst.shape[0], _max_nodes(run))
+    plan = slots(relation, n)
+    bed = HistoryBed(run, label=f"concurrent ({item.key})")
+    try:
+        _run(run, clause, bed, plan, clause.scenario.dst.with_(placement=placement))
+    finally:
+        bed.close()
 
-        def push(i: int) -> None:
-            args, kwargs = calls[i].build()
-            barrier.wait(timeout=BARRIER_S)
-            try:
-                tb.local.cache_manager.push_cache(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001
-                results[i] = exc
 
-        tb.rec.comment(f"{n} threads at once: " + " | ".join(c.code for c in calls))
-        workers = [threading.Thread(target=push, args=(i,), daemon=True) for i in range(n)]
-        for t in workers:
-            t.start()
-        for t in workers:
-            t.join(per_call_bound(run))
-        hung = [i for i, t in enumerate(workers) if t.is_alive()]
-        assert not hung, f"clause {clause.id}: concurrent pushes {hung} did not return (hang)"
-        run.counters.push_calls += n
-        for i, info in enumerate(dsts):
-            tb.dst = info
-            others = tuple(d.name for d in dsts if d is not info)
-            obs = Observation(tb, calls[i], Outcome(results[i], 0.0))
-            problem = outcome_problem(expectation, obs)
-            if problem:
-                fail(clause.id, f"thread {i}", calls[i], problem)
-            problems = [p for p in effect_problems(expectation, obs)
-                        if not any(p.startswith(f"{o} ") for o in others)]  # the other threads' destinations
-            if problems:
-                fail(clause.id, f"thread {i}", calls[i], f"destination {info.name} is wrong after concurrent pushes",
-                     problems)
+def _nodes(run: RunContext, clause: Clause, names: list[str], plan: list[PushSlot]) -> list[NodeState]:
+    """The relation's nodes: a push's source node as the scenario's local node, a destination as its remote."""
+    scen = clause.scenario
+    servers = {p.server for p in plan}
+    out = []
+    for i, name in enumerate(names):
+        spec = scen.remote if name in servers else scen.local
+        out.append(NodeState(i, name, i + 1, spec.role, 0, dict(spec.options)))
+    return out
+
+
+def _run(run: RunContext, clause: Clause, bed: HistoryBed, plan: list[PushSlot], dst_desc: CacheSpec) -> None:
+    scen = clause.scenario
+    nodes = {n.name: n for n in _nodes(run, clause, node_names(plan), plan)}
+    bed.open_nodes(list(nodes.values()))
+    caches: dict[str, CacheInfo] = {}
+    for p in plan:
+        if p.src not in caches:
+            caches[p.src] = bed.make_cache(p.src, p.client, scen.src)
+            bed.fill_random(caches[p.src])
+        if p.dst not in caches:
+            caches[p.dst] = bed.make_cache(p.dst, p.server, dst_desc, guard=True)
+            bed.fill_sentinel(caches[p.dst])
+    for link in dict.fromkeys((p.client, p.server) for p in plan):
+        bed.link_nodes(nodes[link[0]], nodes[link[1]])
+    calls = [_call(bed, nodes[p.server], caches[p.src], caches[p.dst], p, k) for k, p in enumerate(plan)]
+    n = len(plan)
+    results: list[Any] = [None] * n
+    barrier = threading.Barrier(n)
+    fns = [bed.nodes[p.client].cache_manager.push_cache for p in plan]
+
+    def push(i: int) -> None:
+        args, kwargs = calls[i].build()
+        barrier.wait(timeout=BARRIER_S)
+        try:
+            fns[i](*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the outcome under test
+            results[i] = exc
+
+    bed.rec.comment(f"{n} threads at once (the script makes them in turn):")
+    for p, c in zip(plan, calls, strict=True):
+        bed.rec.lines += [f"local = {p.client}", c.code]
+    workers = [threading.Thread(target=push, args=(i,), daemon=True) for i in range(n)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(per_call_bound(run))
+    hung = [i for i, t in enumerate(workers) if t.is_alive()]
+    assert not hung, f"clause {clause.id}: concurrent pushes {hung} did not return (hang)"
+    run.counters.push_calls += n
+    run.counters.coverage |= group_keys(run.spec, run.signature, [
+        (c, caches[p.src], caches[p.dst], {"source_node": p.client, "destination_node": p.server,
+                                           "destination_cache": p.dst}) for p, c in zip(plan, calls, strict=True)])
+    before = {name: bed.before[name] for name in caches}
+    for i, p in enumerate(plan):
+        bed.local, bed.remote = bed.nodes[p.client], bed.nodes[p.server]
+        bed.src, bed.dst = caches[p.src], caches[p.dst]
+        # the other pushes into this cache as the oracle writes them (their entries are disjoint): judged over them
+        landed = [(c, caches[q.src]) for j, (q, c) in enumerate(zip(plan, calls, strict=True))
+                  if j != i and q.dst == p.dst and results[j] is None]
+        bed.before[p.dst] = _landed(bed, before[p.dst], landed, caches[p.dst])
+        others = tuple(q.dst for q in plan if q.dst != p.dst)
+        obs = Observation(bed, calls[i], Outcome(results[i], 0.0))
+        problem = outcome_problem(clause.expect, obs)
+        if problem:
+            fail(clause.id, f"thread {i}", calls[i], problem)
+        problems = [x for x in effect_problems(clause.expect, obs)
+                    if not any(x.startswith(f"{o} ") for o in others)]  # the other threads' destinations
+        if problems:
+            fail(clause.id, f"thread {i}", calls[i], f"destination {p.dst} is wrong after concurrent pushes", problems)
+
+
+def _call(bed: HistoryBed, server: NodeState, src: CacheInfo, dst: CacheInfo, p: PushSlot, k: int) -> Call:
+    """Push ``k`` by keyword, the parameters with defaults left to them: into ``dst``'s entry ``p.dst_batch``."""
+    key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [server.cluster_id, dst.cache.cache_id, p.dst_batch]),
+                f"api.CacheKeyByIdAndIndex({server.cluster_id}, {dst.name}.cache_id, {p.dst_batch})")
+    batch = k % src.batch
+    return Call({"dst_cache_key": key, "src_cache": Value(src.cache, src.name),
+                 "src_batch_index": Value(batch, repr(batch))})
+
+
+def _landed(bed: HistoryBed, before: list[np.ndarray], pushes: list[tuple[Call, CacheInfo]],
+            dst: CacheInfo) -> list[np.ndarray]:
+    """``dst`` as it is after ``pushes`` alone landed."""
+    out = before
+    for call, src in pushes:
+        transfer = oracle.plan(call.raw(), src.layout, bed.default_tnpl)
+        if transfer is not None:
+            out = oracle.expected_destination(bed.before[src.name], out, transfer, src.layout, dst.layout)
+    return out

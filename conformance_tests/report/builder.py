@@ -222,15 +222,20 @@ def compute_verdict(
     tests: list[dict[str, Any]],
     clauses: list[dict[str, Any]],
     completeness: Mapping[str, Any] | None = None,
+    coverage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The verdict (see reports/README.md, "The verdict").
 
     CERTIFIED only for a full run in which no must/may test failed or errored, every must clause has a
     passing test (or, for CERTIFIED (DECLARED CAPABILITIES), only tests the backend's capabilities exclude) and
     no must test was waived.  A waived must test gives CERTIFIED WITH WAIVERS; a partial run gives PARTIAL or
-    NOT CERTIFIED (PARTIAL RUN); a must clause left with no passing test by waivers or skips is blocking.
+    NOT CERTIFIED (PARTIAL RUN); a must clause left with no passing test by waivers or skips is blocking.  A full
+    run whose pushes left a domain partition or pair of the spec's coverage section unreached (``coverage``: the
+    run's ``domain_coverage``) is NOT CERTIFIED: like an untested clause, that part of the domain was not tried.
     """
     full = completeness_section(completeness)["full"]
+    # the spec says whether coverage blocks yet (its section's blocks_verdict, carried in domain_coverage)
+    unreached = unreached_coverage(coverage) if full and coverage and coverage.get("blocks_verdict") else []
     blocking_tests = [
         t["id"] for t in tests if t["level"] in BLOCKING_LEVELS and t["outcome"] in BLOCKING_TEST_OUTCOMES
     ]
@@ -278,7 +283,7 @@ def compute_verdict(
         if t["level"] == "must" and t.get("expected", "pass") != "pass" and t["outcome"] in WAIVED_TEST_OUTCOMES
     ]
     # A run that checked no clause at all certifies nothing.
-    passes = bool(clauses) and not blocking and not blocking_tests
+    passes = bool(clauses) and not blocking and not blocking_tests and not unreached
     only_errors = (
         bool(blocking_tests)
         and all(t["outcome"] == "error" for t in tests if t["id"] in blocking_set)
@@ -310,6 +315,9 @@ def compute_verdict(
     if no_passing:
         shown = ", ".join(no_passing[:5]) + (f" and {len(no_passing) - 5} more" if len(no_passing) > 5 else "")
         reasons.append(f"{len(no_passing)} must clause(s) with no passing test (waived or skipped): {shown}")
+    if unreached:
+        shown = ", ".join(unreached[:5]) + (f" and {len(unreached) - 5} more" if len(unreached) > 5 else "")
+        reasons.append(f"domain coverage: {len(unreached)} partition(s) or pair(s) unreached by any push: {shown}")
     if not full:
         reasons.append("partial run: " + "; ".join(completeness_section(completeness)["reasons"]))
     if waived_must:
@@ -333,6 +341,13 @@ def compute_verdict(
         "compatibility": compatibility,
         "reasons": reasons,
     }
+
+
+def unreached_coverage(coverage: Mapping[str, Any] | None) -> list[str]:
+    """The partitions, then the pairs, a run's ``domain_coverage`` says no push reached (none without one)."""
+    if not coverage:
+        return []
+    return [*(coverage.get("unreached_partitions") or []), *(coverage.get("unreached_pairs") or [])]
 
 
 def blocking_details(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -409,7 +424,7 @@ def build_report(
     report["completeness"] = completeness_section(completeness)
     report["summary"] = _summary(test_rows)
     report["clause_summary"] = _clause_summary(clause_rows)
-    report["verdict"] = compute_verdict(test_rows, clause_rows, report["completeness"])
+    report["verdict"] = compute_verdict(test_rows, clause_rows, report["completeness"], run.get("domain_coverage"))
     report["likely_causes"] = likely_causes(test_rows, run.get("passing_push_features") or {})
     report["blocking_details"] = blocking_details(report)
     report["warnings"] = _unique(warnings)

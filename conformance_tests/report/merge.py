@@ -195,6 +195,19 @@ def merged_environment(shards: Sequence[ShardReport]) -> dict[str, Any]:
     return {k: _joined((s.report.get("environment") or {}).get(k) for s in shards) for k in fields}
 
 
+def merged_coverage(covs: Sequence[Any]) -> dict[str, Any] | None:
+    """The shards' domain coverage together: a partition or pair is unreached only where every shard left it
+    unreached (the shards derive the same universe from the same spec; None when a shard has none)."""
+    if not covs or any(not isinstance(c, dict) for c in covs):
+        return None
+    out = dict(covs[0])
+    for field, total in (("unreached_partitions", "partitions"), ("unreached_pairs", "pairs")):
+        left = [k for k in covs[0][field] if all(k in c[field] for c in covs[1:])]
+        out[field] = left
+        out[f"{total}_reached"] = out[total] - len(left)
+    return out
+
+
 def merged_run(shards: Sequence[ShardReport]) -> dict[str, Any]:
     """The run header of the merged report: the first shard's settings (the shards agree on them, or a reason
     says they do not), the earliest start, sums (``run.summed``), the union of layouts and of the passing pushes'
@@ -213,6 +226,7 @@ def merged_run(shards: Sequence[ShardReport]) -> dict[str, Any]:
     run["distinct_layouts"] = None if layouts is None else len(layouts)
     run["layouts_sha256"] = None if layouts is None else layouts_sha256(layouts)
     run["passing_push_features"] = passing_push_features(shards)
+    run["domain_coverage"] = merged_coverage([r.get("domain_coverage") for r in runs])
     run["out_of_time"] = _joined(f"{s.name}: {r['out_of_time']}" if r.get("out_of_time") else None
                                  for s, r in zip(shards, runs, strict=True))
     run["merged_from"] = [{"index": s.index, "count": s.count, "source": s.source, "sha256": s.sha256,

@@ -25,6 +25,8 @@ from .model import (
     CacheSpec,
     Case,
     Clause,
+    Coverage,
+    CoverageDimension,
     Encoding,
     EnumTable,
     Fault,
@@ -327,4 +329,13 @@ def _build(file: pathlib.Path, raw: dict[str, Any], sha256: str) -> Spec:
         path=file,
         sha256=sha256,
         _by_id=frozen({c.id: c for c in clauses}),
+        coverage=_coverage(raw.get("coverage")),
     )
+
+
+def _coverage(raw: Mapping[str, Any] | None) -> Coverage | None:
+    if not raw:
+        return None
+    dims = {str(n): CoverageDimension(str(n), str(d["kind"]), frozen({k: v for k, v in d.items() if k != "kind"}))
+            for n, d in raw["dimensions"].items()}
+    return Coverage(frozen(dims), tuple((str(a), str(b)) for a, b in raw["pairs"]), bool(raw["blocks_verdict"]))

@@ -411,6 +411,25 @@ class Generation:
     histories: Histories | None = None  # the stateful suite's domains (None: the spec has no histories)
 
 
+@dataclass(frozen=True)
+class CoverageDimension:
+    """One dimension of the coverage section: its kind (the spec's comment on the section says what each means)
+    and that kind's parameters as the spec gives them."""
+
+    name: str
+    kind: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The dimensions whose partitions every certify run must reach, and the pairs of them it must reach."""
+
+    dimensions: Mapping[str, CoverageDimension]
+    pairs: tuple[tuple[str, str], ...]
+    blocks_verdict: bool = False  # a full run leaving one unreached is NOT CERTIFIED
+
+
 @dataclass(frozen=True, eq=False)
 class Spec:
     version: str
@@ -423,6 +442,7 @@ class Spec:
     path: pathlib.Path
     sha256: str
     release: str | None = None  # set by for_release(): the release the clauses were selected for
+    coverage: Coverage | None = None  # None: the spec asks for no domain coverage
     _by_id: Mapping[str, Clause] = field(default_factory=lambda: EMPTY, repr=False)
 
     def clause(self, id: str) -> Clause:  # noqa: A002 - the public API names it id

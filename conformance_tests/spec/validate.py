@@ -141,6 +141,7 @@ def _semantic_problems(raw: dict[str, Any]) -> Iterator[Problem]:
     yield from _check_types(raw)
     yield from _check_signature(raw, releases)
     yield from _check_generation(raw)
+    yield from _check_coverage(raw)
     statuses = set(raw["types"]["LLMStatusCode"]["members"])
     clauses = raw["clauses"]
     yield from _check_values((raw["scenario"].get("call") or {}), ("scenario", "call"))
@@ -367,3 +368,27 @@ def _check_situations(clauses: list[dict[str, Any]], releases: list[str], raw: d
                 yield (json_path(*at, "history"), f"situation {situation!r} is also declared by "
                        f"{clauses[first]['id']} in release {release}; one clause per situation and release")
                 break
+
+
+def _check_coverage(raw: dict[str, Any]) -> Iterator[Problem]:
+    """A coverage dimension names an enum the spec declares and a clause that exists; a pair, two dimensions."""
+    section = raw.get("coverage")
+    if not section:
+        return
+    dims = section["dimensions"]
+    enums = [n for n, t in raw["types"].items() if isinstance(t, Mapping) and "members" in t]
+    ids = [c["id"] for c in raw["clauses"]]
+    for name, dim in dims.items():
+        if dim["kind"] == "members" and dim["type"] not in enums:
+            yield (json_path("coverage", "dimensions", name, "type"),
+                   f"names no enum type: {dim['type']!r}{suggest(dim['type'], enums)}")
+        for field in ("past", "covered_by"):
+            if dim.get(field) is not None and dim[field] not in ids:
+                yield (json_path("coverage", "dimensions", name, field),
+                       f"names no clause: {dim[field]!r}{suggest(dim[field], ids)}")
+    for i, pair in enumerate(section["pairs"]):
+        for j, name in enumerate(pair):
+            if name not in dims:
+                yield json_path("coverage", "pairs", i, j), f"names no dimension: {name!r}{suggest(name, list(dims))}"
+        if pair[0] == pair[1]:
+            yield json_path("coverage", "pairs", i), f"pairs a dimension with itself: {pair[0]!r}"

@@ -14,6 +14,7 @@ from ...observation import Observation
 from ...testbed import Outcome
 from ..common import per_call_bound
 from .pushes import call_for, clause_envelope, expect_success, observed, overtime
+from .relations import step_keys
 
 if TYPE_CHECKING:
     from .machine import HistoryMachine
@@ -78,6 +79,7 @@ def push_concurrently(m: HistoryMachine, data: Any) -> bool:
     if any(t.is_alive() for t in workers):
         fail(clause.id, label, calls[0], "concurrent pushes did not return (hang)")
     h.run.counters.push_calls += len(plans)
+    h.run.counters.coverage |= step_keys(h.run.spec, h.run.signature, plans, calls)
     h.run.counters.history_pushes += len(plans)
     for plan in plans:
         w.pushed_over(plan.link)
