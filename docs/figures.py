@@ -65,8 +65,17 @@ def report_figures(report: dict[str, Any]) -> dict[str, Any]:
             "distinct_layouts": report["run"]["distinct_layouts"],
             "histories": report["run"]["histories"], "history_steps": report["run"]["history_steps"],
             "history_pushes": report["run"]["history_pushes"],
+            **coverage_figures(report["run"].get("domain_coverage")),
             "uncovered": sum(1 for c in report["clauses"] if c["outcome"] == "untested"),
             "seconds": round(float(report["run"]["duration_s"])), "measured": str(report["run"]["started"])[:10]}
+
+
+def coverage_figures(coverage: dict[str, Any] | None) -> dict[str, Any]:
+    """The domain coverage a run reached (``run.domain_coverage``; none where the spec declares no coverage)."""
+    if not coverage or "partitions" not in coverage:
+        return {}
+    return {"partitions": coverage["partitions"], "partitions_reached": coverage["partitions_reached"],
+            "pairs": coverage["pairs"], "pairs_reached": coverage["pairs_reached"]}
 
 
 def matrix_figures(matrix: dict[str, Any]) -> dict[str, Any]:
@@ -173,6 +182,9 @@ def block(f: dict[str, Any]) -> str:
         f"calls over {c['distinct_layouts']:,} distinct layouts** (printed as `push_cache calls: N, distinct layouts: "
         f"M` and recorded in the report), **{c['histories']} histories of {c['history_steps']:,} steps making "
         f"{c['history_pushes']:,} of those pushes** (printed as `histories: H, steps: S, pushes in histories: P`); "
+        + (f"**domain coverage {c['partitions_reached']}/{c['partitions']} partitions, {c['pairs_reached']}/"
+           f"{c['pairs']} pairs** of the spec's `coverage:` section (printed as `domain coverage: A/B partitions, "
+           "C/D pairs`; an unreached one blocks CERTIFIED); " if "partitions" in c else "") +
         f"the pytest run took {c['seconds']} s on the 2-core development machine (measured {c['measured']}).",
         f"- `tox -e certify -- --backend reference-vendor`: NOT CERTIFIED on exactly the {s['deviations']} clauses "
         "whose `deviation:` records a vendor departure, each shown beside its failure as a known departure "
