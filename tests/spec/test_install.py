@@ -75,3 +75,17 @@ def test_installed_package_loads_the_spec_from_another_folder(
         assert result["default_error"] is None, result["default_error"]
         assert result["default_sha256"] == repo_spec.sha256 == hashlib.sha256(repo_file.read_bytes()).hexdigest()
         assert result["default_clauses"] == len(repo_spec.clauses)
+
+
+def test_every_package_of_the_kit_is_in_the_install_list():
+    """pyproject lists its packages by name: a new subpackage left out installs nowhere, and a kit installed from
+    the clone (a vendor's virtual environment) then fails to import it."""
+    import tomllib
+
+    from tests.helpers import ROOT
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts)
+             for top in ("datawire", "reference_impl", "nodehost", "conformance_tests")
+             for init in (ROOT / top).rglob("__init__.py")}
+    assert found <= listed, f"pyproject.toml's [tool.setuptools] packages lacks {sorted(found - listed)}"
