@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -59,3 +60,31 @@ def add_options(parser: pytest.Parser) -> None:
     g = parser.getgroup("push_cache", "push_cache conformance (the kit's options)", after="general")
     for flags, kwargs in OPTIONS:
         g.addoption(*flags, **kwargs)
+
+
+def takes_value(flag: str) -> bool:
+    """Whether the kit's option ``flag`` is followed by a value (an unknown flag: as pytest's own do)."""
+    for flags, kwargs in OPTIONS:
+        if flag in flags:
+            return kwargs.get("action") not in ("store_true", "store_false", "count")
+    return True
+
+
+def without_options(argv: Iterable[str], names: Iterable[str]) -> list[str]:
+    """``argv`` less the options ``names`` and their values, however spelled: ``--opt VALUE``, ``--opt=VALUE``
+    and a short option with its value attached (``-n2``); a flag that takes no value goes alone."""
+    dropped = set(names)
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in dropped:
+            skip = takes_value(arg)
+        elif "=" in arg and arg.split("=", 1)[0] in dropped:
+            continue
+        elif not arg.startswith("--") and len(arg) > 2 and arg[:2] in dropped and takes_value(arg[:2]):
+            continue
+        else:
+            out.append(arg)
+    return out

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..options import without_options
 from ..push_features import merge_stats
 from ..reproducible import VERSIONED, layouts_sha256
 from ..selection import WHY_NOT_RUN, WHY_OTHER_SHARD, WHY_SHARD_MISSING
@@ -77,26 +78,10 @@ def read_shard(path: str | Path) -> ShardReport:
     return ShardReport(str(path), digest, report)
 
 
-def _per_shard_with_value(arg: str) -> bool:
-    """``--opt=VALUE`` or a short option with its value attached (``-n2``) of PER_SHARD_OPTIONS."""
-    if "=" in arg and arg.split("=", 1)[0] in PER_SHARD_OPTIONS:
-        return True
-    return not arg.startswith("--") and len(arg) > 2 and arg[:2] in PER_SHARD_OPTIONS
-
-
 def shard_argv(argv: Iterable[str]) -> list[str]:
     """``argv`` without the options that may differ between the shards of one run (PER_SHARD_OPTIONS) and their
     values, however spelled (``--shard 1/2``, ``--shard=1/2``, ``-n 2``, ``-n2``)."""
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in PER_SHARD_OPTIONS:
-            skip = True
-        elif not _per_shard_with_value(arg):
-            out.append(arg)
-    return out
+    return without_options(argv, PER_SHARD_OPTIONS)
 
 
 #: what the shards of one run share, each as (what a reason calls it, how to read it from a report)

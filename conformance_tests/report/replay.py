@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..options import OPTIONS
+from ..options import OPTIONS, without_options
 from ..profiles import NAMES as PROFILE_NAMES
 from ..resolution import BackendError, available_backends, backend_target, is_file_target, split_target
 from ..shards import parse_shard
@@ -90,22 +90,6 @@ def replay_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _without_chosen(args: Sequence[str]) -> list[str]:
-    """``args`` less CHOSEN_BY_VERIFY and their values, however spelled (the parser has checked them)."""
-    takes_value = {o for flags, kwargs in OPTIONS for o in flags if o in CHOSEN_BY_VERIFY
-                   and kwargs.get("action") not in ("store_true", "store_false", "count")}
-    kept: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in CHOSEN_BY_VERIFY:
-            skip = arg in takes_value
-        elif arg.split("=", 1)[0] not in CHOSEN_BY_VERIFY:
-            kept.append(arg)
-    return kept
-
-
 def replayable(args: Sequence[str]) -> tuple[list[str], argparse.Namespace]:
     """The recorded arguments verification may run again (less CHOSEN_BY_VERIFY), and what they say; a one-line
     ReportError naming the first argument it will not run."""
@@ -128,7 +112,7 @@ def replayable(args: Sequence[str]) -> tuple[list[str], argparse.Namespace]:
             parse_shard(namespace.shard)
         except ValueError as exc:
             raise ReportError(f"the report's certify arguments: --shard {namespace.shard!r}: {exc}") from None
-    return _without_chosen(args), namespace
+    return without_options(args, CHOSEN_BY_VERIFY), namespace
 
 
 @dataclass(frozen=True)
