@@ -3,60 +3,42 @@
 It reaches a backend only through the protocol (:mod:`conformance_tests.backend`) and makes every backend
 call through a :class:`~conformance_tests.recorder.Recorder`, so a failing test's reproduction is the log of
 what it did.  It keeps a snapshot of every live cache, every guard band and every freed region, so a check
-can ask what changed anywhere, on any node.
+can ask what changed anywhere, on any node.  What it does is split by concern: caches are made and filled by
+:mod:`~conformance_tests.cache_making`, a push's arguments built by :mod:`~conformance_tests.call_building`, the
+push made by :mod:`~conformance_tests.pushing`, guard bands and freed memory checked by
+:mod:`~conformance_tests.memory_watch`; this module holds the records they share and the testbed's life.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from .backend import call_each, capability_supported
+from .cache_making import GUARD, GUARD_BYTES, SENTINEL, CacheMaker
+from .call_building import CallBuilder
 from .context import RunContext
-from .coverage import push_keys
-from .deadlines import Hung
-from .errors import HarnessError
-from .isolation.executor import BackendLost
-from .oracle import CacheLayout, diff
-from .push_features import features
+from .errors import HarnessError, describe_exception, step
+from .memory_watch import MemoryWatch, by_node
+from .oracle import CacheLayout
+from .pushing import Pusher
 from .recorder import Recorder, lit
 from .spec import CacheSpec, Fault, Scenario
-from .spec.value_language import CacheIdRef, ClusterRef, KeyOf, Lit, ValueExpr
-from .values import ABSENT, DecodeContext, Deferred, SpecValueError, Value, decode, materialise
+from .spec.value_language import ValueExpr
+from .values import ABSENT, Deferred, Value, materialise
 
-SENTINEL = 0xA5
-GUARD = 0xCC
-GUARD_BYTES = 64
 #: how long closing a cluster may take before the test goes on without it
 CLOSE_BOUND_S = 10.0
 
-
-def describe_exception(exc: BaseException) -> str:
-    status = getattr(exc, "status_code", None)
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    if len(text) > 200:
-        text = text[:200] + "…"
-    extra = f" status_code={status}" if status is not None else ""
-    return f"{type(exc).__name__}({text!r}){extra}"
+__all__ = ["GUARD", "GUARD_BYTES", "SENTINEL", "CacheInfo", "Call", "Freed", "Outcome", "Span", "Testbed",
+           "describe_exception", "missing_capabilities"]
 
 
 def missing_capabilities(caps: Mapping[str, Any], requires: Sequence[str]) -> list[str]:
     return [r for r in requires if not capability_supported(caps, r)]
-
-
-T = TypeVar("T")
-
-
-def _by_node(items: Iterable[T], node_of: Callable[[T], str]) -> dict[str, list[T]]:
-    """``items`` grouped by their node, each group in the order given."""
-    groups: dict[str, list[T]] = {}
-    for item in items:
-        groups.setdefault(node_of(item), []).append(item)
-    return groups
 
 
 @dataclass(frozen=True)
@@ -154,12 +136,6 @@ class Freed:
     before: list[np.ndarray] = field(default_factory=list)
 
 
-def layout_key(*infos: CacheInfo | None) -> str:
-    """A push's layout as the run's distinct-layouts count keys it: its caches' descriptions and memory."""
-    return "->".join(f"{i.num_tensors}x{i.shape}:{i.data_type}:{i.placement}:{'reg' if i.guarded else 'alloc'}"
-                     for i in infos if i is not None)
-
-
 class Testbed:
     """One scenario opened on the run's backend.  ``minimal`` opens only the cluster; ``guard`` (default) puts the
     destination in registered memory with guard bands when the backend can (capabilities raw_memory and
@@ -194,23 +170,22 @@ class Testbed:
         self.dst: CacheInfo | None = None
         self.local_id = scenario.local.cluster_id
         self.remote_id = scenario.remote.cluster_id
-        self._extra: dict[str, Value] = {}
         self._closed = False
         self.dead: set[str] = set()  # nodes killed by an injected fault: their memory can no longer be observed
         #: while set, the caches whose bytes and guard bands a judgement reads (freed memory waits too): a long run
         #: of pushes into one destination, whose every other byte is checked once the run ends
         self.focus: frozenset[str] | None = None
+        # the testbed's concerns, each in its module (the records they build are this module's)
+        self.making = CacheMaker(self, CacheInfo)
+        self.calls = CallBuilder(self)
+        self.pusher = Pusher(self, Outcome)
+        self.memory = MemoryWatch(self, Span)
         run.last_testbed = self
 
     # ------------------------------------------------------------------------------------------ set-up
 
-    def _step(self, step: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except HarnessError:
-            raise
-        except Exception as exc:
-            raise HarnessError(step, describe_exception(exc)) from exc
+    def _step(self, name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        return step(name, fn, *args, **kwargs)
 
     def open(self) -> Testbed:
         scen = self.scenario
@@ -237,102 +212,28 @@ class Testbed:
     def can_register(self) -> bool:
         return bool(self.caps.get("raw_memory")) and bool(self.caps.get("register_cache"))
 
+    # the making and filling of caches (cache_making.CacheMaker), as the procedures and the history bed call it
+
     def layout(self, desc: CacheSpec) -> CacheLayout:
-        size = self.types.element_size(desc.data_type)
-        if size is None:
-            raise HarnessError("CacheDesc", f"the spec's DataType table gives no size for {desc.data_type!r}")
-        return CacheLayout(desc.num_tensors, desc.shape, size)
+        return self.making.layout(desc)
 
     def desc_value(self, node_name: str, desc: CacheSpec) -> Value:
-        """``api.CacheDesc(...)`` for ``desc``, built through the node's api (and the code that builds it)."""
-        napi = "api" if node_name == "local" else f"{node_name}.api"
-        if node_name != "local":
-            self.rec.ns.setdefault(node_name, self.node(node_name))
-        extra = {} if desc.batch_dim_index is None else {"batch_dim_index": desc.batch_dim_index}
-        code = (f"{napi}.CacheDesc({desc.num_tensors}, {list(desc.shape)!r}, {napi}.DataType.{desc.data_type}, "
-                f"{napi}.Placement.{desc.placement}" + "".join(f", {k}={v}" for k, v in extra.items()) + ")")
-        try:
-            api = self.node(node_name).api
-            obj = api.CacheDesc(desc.num_tensors, list(desc.shape), getattr(api.DataType, desc.data_type),
-                                getattr(api.Placement, desc.placement), **extra)
-        except Exception as exc:
-            raise HarnessError("CacheDesc", f"{code}: {describe_exception(exc)}") from exc
-        return Value(obj, code)
+        return self.making.desc_value(node_name, desc)
 
     def make_cache(self, name: str, node_name: str, desc: CacheSpec, *, guard: bool = False) -> CacheInfo:
-        """Allocate a cache on ``node_name``, or register raw memory for it (``register`` in the desc, or
-        ``guard`` on a backend that can: then guard bands surround every tensor)."""
-        node = Value(self.node(node_name), node_name)
-        layout = self.layout(desc)
-        placement = desc.placement
-        register = not desc.blocks and bool(desc.register if desc.register is not None
-                                            else guard and self.can_register())
-        dvalue = self.desc_value(node_name, desc)
-        keys = self._cache_keys(node_name, desc)
-        guarded = None
-        region = None
-        if register:
-            if not self.can_register():
-                raise HarnessError("register_cache", "the scenario registers memory, but the backend lacks "
-                                                     "raw_memory/register_cache")
-            # one region per cache: a guard band before, between and after its tensors (three backend calls,
-            # not three per tensor)
-            pad, step = GUARD_BYTES, layout.nbytes + GUARD_BYTES
-            total = pad + layout.num_tensors * step
-            mem = self._step("alloc_memory", self._alloc, name, node_name, placement, total)
-            self._step("write_memory", self.rec.invoke, None, node, "write_memory", Value(mem, f"{name}_mem"),
-                       Value(np.full(total, GUARD, dtype=np.uint8), f"np.full({total}, {GUARD:#04x}, dtype=np.uint8)"))
-            addrs = [mem + pad + i * step for i in range(layout.num_tensors)]
-            region = (mem, total)
-            cache = self._step(f"register_cache ({name})", self.rec.invoke, name, node, "cache_manager.register_cache",
-                               dvalue, Value(addrs, f"[{name}_mem + {pad} + i * {step} for i in range({len(addrs)})]"),
-                               remote_accessible=lit(desc.remote_accessible), **keys)
-            guarded = addrs
-        else:
-            method = "allocate_blocks_cache" if desc.blocks else "allocate_cache"
-            cache = self._step(f"{method} ({name})", self.rec.invoke, name, node, f"cache_manager.{method}", dvalue,
-                               **keys)
-        info = CacheInfo(name, node_name, cache, layout, desc.data_type, placement, guarded, region)
-        self.caches[name] = info
-        return info
-
-    def _cache_keys(self, node_name: str, desc: CacheSpec) -> dict[str, Value]:
-        """A cache spec's ``cache_keys`` as the allocation's ``cache_keys`` argument: one
-        ``CacheKey(<the local node's cluster id>, req_id, model_id)`` per entry, bound to batch entries 0, 1, ..."""
-        if not desc.cache_keys:
-            return {}
-        napi = "api" if node_name == "local" else f"{node_name}.api"
-        code = "[" + ", ".join(f"{napi}.CacheKey({self.local_id}, {req}, {model})" for req, model in desc.cache_keys) + "]"
-        try:
-            api = self.node(node_name).api
-            return {"cache_keys": Value([api.CacheKey(self.local_id, req, model) for req, model in desc.cache_keys],
-                                        code)}
-        except Exception as exc:
-            raise HarnessError("CacheKey", f"{code}: {describe_exception(exc)}") from exc
+        return self.making.make_cache(name, node_name, desc, guard=guard)
 
     def _alloc(self, name: str, node_name: str, placement: str, total: int) -> int:
-        return int(self.rec.let(f"{name}_mem", f"{node_name}.alloc_memory({placement!r}, {total})").obj)
+        return self.making.alloc(name, node_name, placement, total)
 
     def _fill(self, info: CacheInfo, data_name: str, data: list[np.ndarray]) -> None:
-        node = Value(self.node(info.node_name), info.node_name)
-        self._step(f"write_tensor ({info.name})", self.rec.loop, f"enumerate({data_name})", "i, d", node,
-                   # a copy: a backend that kept the array it was given must not change our snapshot
-                   "write_tensor", lambda i: (Value(info.cache, info.name), Value(i, "i"), Value(data[i].copy(), "d")),
-                   info.num_tensors)
-        self.before[info.name] = data
+        self.making.fill(info, data_name, data)
 
     def fill_random(self, info: CacheInfo) -> list[np.ndarray]:
-        self.rec.let("rng", f"np.random.default_rng({self.seed})")
-        data = list(self.rec.let(f"{info.name}_data", f"rng.integers(0, 256, ({info.num_tensors}, {info.nbytes}), "
-                                                       "dtype=np.uint8)").obj)
-        self._fill(info, f"{info.name}_data", data)
-        return data
+        return self.making.fill_random(info)
 
     def fill_sentinel(self, info: CacheInfo) -> list[np.ndarray]:
-        data = list(self.rec.let(f"{info.name}_data", f"np.full(({info.num_tensors}, {info.nbytes}), {SENTINEL:#04x}, "
-                                                       "dtype=np.uint8)").obj)
-        self._fill(info, f"{info.name}_data", data)
-        return data
+        return self.making.fill_sentinel(info)
 
     def link(self) -> None:
         self._step("cluster.link", self.rec.invoke, None, Value(self.cluster, "cluster"), "link",
@@ -360,16 +261,6 @@ class Testbed:
                    "cache_manager.deallocate_cache", Value(info.cache, name))
         self.freed.append(Freed(info, addrs))
 
-    def watch_freed(self) -> None:
-        """Snapshot the freed regions now (a cache allocated since may have reused them)."""
-        spans = [(f, a) for f in self.freed for a in f.addrs]
-        for f in self.freed:
-            f.before = []
-        for node_name, group in _by_node(spans, lambda fa: fa[0].info.node_name).items():
-            for (f, _), got in zip(group, self.read_many(node_name, [(a, f.info.nbytes) for f, a in group]),
-                                   strict=True):
-                f.before.append(got)
-
     def close(self) -> None:
         if self._closed or self.cluster is None:
             return
@@ -391,113 +282,15 @@ class Testbed:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    # ------------------------------------------------------------------------------------------ arguments
-
-    def context(self, tnpl: int) -> DecodeContext:
-        assert self.src is not None and self.dst is not None
-        dst_id = int(getattr(self.dst.cache, "cache_id", 0))
-        return DecodeContext(api=self.api, num_layers=self.src.num_tensors // tnpl, num_tensors=self.src.num_tensors,
-                             batch_size=self.src.batch, local_id=self.local_id, remote_id=self.remote_id,
-                             unlinked_id=max(self.local_id, self.remote_id) + 1, dst_cache_id=dst_id,
-                             unknown_cache_id=dst_id + 1000, cache_lookup=self._cache_value, dst_name=self.dst.name)
-
-    def _cache_value(self, name: str, placement: str | None) -> Value:
-        if name == "src":
-            assert self.src is not None
-            return Value(self.src.cache, "src")
-        if name == "dst_remote_object":
-            assert self.dst is not None
-            return Value(self.dst.cache, self.dst.name)
-        if name == "blocks":
-            assert self.src is not None
-            where = placement or self.src.placement
-            key = f"blocks_{where}"
-            if key not in self._extra:
-                desc = CacheSpec(self.src.num_tensors, tuple(self.src.shape), self.src.data_type, where)
-                cache = self._step("allocate_blocks_cache", self.rec.invoke, key, Value(self.local, "local"),
-                                   "cache_manager.allocate_blocks_cache", self.desc_value("local", desc))
-                self._extra[key] = Value(cache, key)
-            return self._extra[key]
-        raise SpecValueError(f"unknown cache {name!r}")
-
-    def tnpl_for(self, call: Mapping[str, ValueExpr]) -> int:
-        """The call's tensor_num_per_layer when it is a positive int literal, else the release's default."""
-        t = call.get("tensor_num_per_layer")
-        value = t.value if isinstance(t, Lit) else self.default_tnpl
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else self.default_tnpl
+    # ------------------------------------------------------------------------------------------ the call
 
     def call(self, args: Mapping[str, ValueExpr] | None = None, *, positional: bool = False,
              only_given: bool = False) -> Call:
-        """The baseline call (scenario ``call``) with ``args`` overriding it, resolved.  Baseline values are
-        passed only for parameters the release's signature has; ``only_given`` leaves out every parameter ``args``
-        does not name (except dst_cache_key and src_cache), so the callee's defaults apply."""
-        assert self.dst is not None and self.src is not None
-        args = dict(args or {})
-        base = {} if only_given else dict(self.scenario.call)
-        merged = {**base, **args}
-        ctx = self.context(self.tnpl_for(merged))
-        values: dict[str, Value] = {}
-        if "dst_cache_key" in args:
-            values["dst_cache_key"] = decode(args["dst_cache_key"], ctx)
-        else:
-            # the baseline key: the remote node, the destination cache, the call's dst_batch_index
-            batch = decode(merged.get("dst_batch_index", Lit(0)), ctx)
-            values["dst_cache_key"] = decode(KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"),
-                                                   CacheIdRef("dst"), Lit(batch.obj)), ctx)
-        values["src_cache"] = decode(args["src_cache"], ctx) if "src_cache" in args else Value(self.src.cache, "src")
-        for name in self.all_params:
-            if name in values:
-                continue
-            if name in args or (name in base and name in self.params):
-                values[name] = decode(merged[name], ctx)
-        for name, expr in args.items():  # keywords push_cache does not declare (signature clauses)
-            if name not in values and name != "dst_batch_index":
-                values[name] = decode(expr, ctx)
-        return Call(values, positional=positional)
-
-    # ------------------------------------------------------------------------------------------ the call
+        """The baseline call with ``args`` overriding it (:meth:`CallBuilder.values`), positional or by keyword."""
+        return Call(self.calls.values(args, only_given=only_given), positional=positional)
 
     def push(self, call: Call, *, bound: float | None = 30.0) -> Outcome:
-        """Run push_cache once (logged as the call under test); with ``bound`` a hang becomes an Outcome."""
-        self.rec.lines += ["try:", f"    result = {call.code}", "except Exception as exc:  # noqa: BLE001",
-                           "    outcome = exc", "else:", "    outcome = None"]
-        counters = self.run.counters
-        counters.push_calls += 1
-        counters.layouts.add(layout_key(self.src, self.dst))
-        counters.coverage |= push_keys(self.run.spec, self.run.signature, call, self.src, self.dst)
-        start = time.monotonic()
-        try:
-            posargs, kwargs = call.build()
-        except Exception as exc:  # noqa: BLE001 - building a key may raise; that is part of the outcome
-            return Outcome(exc, time.monotonic() - start, phase="args", started=start)
-        outcome = self._call_push(posargs, kwargs, bound, start)
-        self._record(call, outcome)
-        return outcome
-
-    def _call_push(self, posargs: list[Any], kwargs: dict[str, Any], bound: float | None, start: float) -> Outcome:
-        fn = self.local.cache_manager.push_cache
-        try:
-            if bound is None:
-                result = fn(*posargs, **kwargs)
-            else:
-                result = self.run.deadlines.call(fn, *posargs, bound=bound, **kwargs)
-        except Hung:
-            return Outcome(None, time.monotonic() - start, hung=True, started=start)
-        except BackendLost as exc:
-            if exc.hung:
-                return Outcome(None, time.monotonic() - start, hung=True, started=start, detail=str(exc))
-            raise  # the backend's process died: an error row, not a verdict on push_cache
-        except HarnessError:
-            raise  # e.g. an answer that is not data: an error row, never an outcome to judge
-        except Exception as exc:  # noqa: BLE001 - the outcome under test
-            return Outcome(exc, time.monotonic() - start, started=start)
-        return Outcome(None, time.monotonic() - start, result=result, started=start)
-
-    def _record(self, call: Call, outcome: Outcome) -> None:
-        """The push's features, for the likely-cause analysis (the judge says which class they count in)."""
-        push = features(call.raw(), self.src, self.dst, self.default_tnpl)
-        push["returned"] = outcome.exc is None and not outcome.hung
-        self.run.counters.last_push = push
+        return self.pusher.push(call, bound=bound)
 
     # ------------------------------------------------------------------------------------------ observations
 
@@ -509,7 +302,7 @@ class Testbed:
         (a judgement reads every live cache after every push, and a round trip to another process costs more
         than the bytes)."""
         out: dict[str, list[np.ndarray]] = {}
-        for node_name, group in _by_node(infos, lambda i: i.node_name).items():
+        for node_name, group in by_node(infos, lambda i: i.node_name).items():
             try:
                 got = call_each(self.node(node_name), "read_tensor",
                                 [(info.cache, t) for info in group for t in range(info.num_tensors)])
@@ -538,77 +331,22 @@ class Testbed:
     def dst_before(self) -> list[np.ndarray]:
         return self.before.get("dst", [])
 
-    def guard_violations(self) -> list[str]:
-        """Guard bands (around every tensor of every registered cache, live or freed) that changed."""
-        return self._check_spans(self._guard_spans())
-
-    def freed_violations(self) -> list[str]:
-        """Freed memory (watched since it was freed) that changed."""
-        return self._check_spans(self._freed_spans())
-
-    def memory_violations(self) -> list[str]:
-        """Guard bands and freed memory that changed, read together (one request per node)."""
-        return self._check_spans(self._guard_spans() + self._freed_spans())
-
-    def _guard_spans(self) -> list[Span]:
-        spans: list[Span] = []
-        infos = list(self.caches.values()) + [f.info for f in self.freed]
-        for info in infos:
-            if info.node_name in self.dead or (self.focus is not None and info.name not in self.focus):
-                continue
-            if info.region is None or not info.guarded:
-                continue
-            base, total = info.region
-            guarded = info.guarded
-            # every byte of the region outside the tensors is a guard byte: before the lowest tensor, between two
-            # tensors in address order (the gaps may differ, the order need not be the tensors'), after the highest;
-            # the bands alone are read, not the tensors between them
-            order = sorted(range(len(guarded)), key=lambda t: guarded[t])
-            starts = [guarded[t] - base for t in order]
-            bands = [(f"before {info.name} tensor {order[0]}", 0, starts[0])]
-            bands += [(f"between {info.name} tensors {order[i - 1]} and {order[i]}", starts[i - 1] + info.nbytes,
-                       starts[i]) for i in range(1, len(starts))]
-            bands.append((f"after {info.name} tensor {order[-1]}", starts[-1] + info.nbytes, total))
-            spans += [Span(info.node_name, base + lo, hi - lo, where, None) for where, lo, hi in bands if hi > lo]
-        return spans
-
-    def _freed_spans(self) -> list[Span]:
-        if self.focus is not None:
-            return []
-        return [Span(f.info.node_name, a, f.info.nbytes, f"freed memory of {f.info.name}", f)
-                for f in self.freed if f.before and f.info.node_name not in self.dead for a in f.addrs]
-
-    def _check_spans(self, spans: Sequence[Span]) -> list[str]:
-        """Read every span (one request per node) and compare it: a guard band with the guard byte, freed memory
-        with what it held when it was freed."""
-        out: list[str] = []
-        freed_now: dict[int, list[np.ndarray]] = {}
-        for node_name, group in _by_node(spans, lambda sp: sp.node_name).items():
-            for sp, got in zip(group, self.read_many(node_name, [(sp.addr, sp.nbytes) for sp in group]),
-                               strict=True):
-                if sp.freed is None:
-                    bad = np.flatnonzero(got != GUARD)
-                    if bad.size:
-                        out.append(f"guard bytes {sp.where} changed: {bad.size} of {sp.nbytes} bytes, first at "
-                                   f"guard offset {int(bad[0])} ({GUARD:#04x} -> {int(got[bad[0]]):#04x})")
-                else:
-                    freed_now.setdefault(id(sp.freed), []).append(got)
-        for f in self.freed:
-            if id(f) in freed_now:
-                out += diff(f.before, freed_now[id(f)], f"freed memory of {f.info.name}")
-        return out
+    # guard bands and freed memory (memory_watch.MemoryWatch), as the judges and the history bed call them
 
     def read_many(self, node_name: str, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
-        """``read_memory`` of every (address, bytes) span, in one request where the node batches them."""
-        if not spans:
-            return []
-        try:
-            got = call_each(self.node(node_name), "read_memory", [(a, n) for a, n in spans])
-            return [np.asarray(g, dtype=np.uint8).ravel() for g in got]
-        except Exception as exc:
-            raise HarnessError(f"{node_name}.read_memory", describe_exception(exc)) from exc
+        return self.memory.read_many(node_name, spans)
+
+    def watch_freed(self) -> None:
+        self.memory.watch_freed()
+
+    def guard_violations(self) -> list[str]:
+        return self.memory.guard_violations()
+
+    def freed_violations(self) -> list[str]:
+        return self.memory.freed_violations()
+
+    def memory_violations(self) -> list[str]:
+        return self.memory.memory_violations()
 
     def repro(self, header: str = "") -> str:
         return self.rec.render(self.run.target, header)
-
-

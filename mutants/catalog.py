@@ -35,6 +35,9 @@ class Mutant:
     focus: tuple[str, ...] = ()
     breaks: str = "must"   # "must" | "should": the level of every target, and so the expected verdict
     by: str = "clauses"    # "histories": only the stateful suite may catch it (its clause tests must not)
+    #: the domain-coverage keys (report.json ``run.domain_coverage``) of the condition the defect lives in, all
+    #: needed: the kill matrix says whether the run reached them (mutants/reach.py)
+    reaches: tuple[str, ...] = ()
 
 
 MUTANTS: list[Mutant] = []
@@ -53,13 +56,15 @@ class _ReleaseBackend(ReferenceBackend):
 
 
 def mutant(defect: str, targets: tuple[str, ...], focus: tuple[str, ...] | None = None,
-           breaks: str = "must", spec_versions: tuple[str, ...] | None = None, by: str = "clauses") -> Any:
+           breaks: str = "must", spec_versions: tuple[str, ...] | None = None, by: str = "clauses",
+           reaches: tuple[str, ...] = ()) -> Any:
     """Register a CacheManager subclass as a mutant; the module attribute of that name becomes its backend.
     ``spec_versions``: the releases the mutant's backend declares (default: the reference's); ``by``: which
-    part of the suite is to catch it (``histories``: the stateful suite alone)."""
+    part of the suite is to catch it (``histories``: the stateful suite alone); ``reaches``: the partitions and
+    pairs its condition needs."""
     def register(cls: type[CacheManager]) -> ReferenceBackend:
         name = cls.__name__
-        MUTANTS.append(Mutant(name, defect, targets, focus if focus is not None else targets, breaks, by))
+        MUTANTS.append(Mutant(name, defect, targets, focus if focus is not None else targets, breaks, by, reaches))
         if spec_versions is not None:
             return _ReleaseBackend(name=f"mutant-{name}", cache_manager_cls=cls, spec_versions=spec_versions)
         return ReferenceBackend(name=f"mutant-{name}", cache_manager_cls=cls)   # bound to the class's name
@@ -72,14 +77,16 @@ def _drop(order: tuple[str, ...], step: str) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- data path
 @mutant("ignores src_batch_index: always reads source batch 0",
-        ("push_cache.data.src_batch_slice", "push_cache.data.postcondition", "push_cache.data.size_default"))
+        ("push_cache.data.src_batch_slice", "push_cache.data.postcondition", "push_cache.data.size_default"),
+        reaches=("src_batch_index=maximum",))
 class ignores_src_batch_index(CacheManager):
     def _src_offset(self, a, local):  # type: ignore[no-untyped-def]
         return 0
 
 
 @mutant("always writes destination batch 0",
-        ("push_cache.data.dst_batch_slice", "push_cache.data.postcondition", "push_cache.data.size_default"))
+        ("push_cache.data.dst_batch_slice", "push_cache.data.postcondition", "push_cache.data.size_default"),
+        reaches=("dst_batch_index=maximum",))
 class always_dst_batch_zero(CacheManager):
     def _dst_offset(self, a, remote):  # type: ignore[no-untyped-def]
         return 0
@@ -218,7 +225,7 @@ class value_error_for_bad_range(CacheManager):
 @mutant("accepts a size other than -1 and pushes one entry (inside the documentation's may envelope; the vendor "
         "refuses it)",
         ("push_cache.restriction.size.only_default.status", "push_cache.restriction.size.entry_size.status"),
-        breaks="should")
+        breaks="should", reaches=("parameter=size:given",))
 class accepts_any_size(CacheManager):
     push_check_order = _drop(CacheManager.push_check_order, "_check_size_value")
 
@@ -267,7 +274,7 @@ class no_divisor_check(CacheManager):
 
 
 @mutant("does not check the destination batch index against the remote batch size",
-        ("push_cache.remote.dst_batch_out_of_range",))
+        ("push_cache.remote.dst_batch_out_of_range",), reaches=("dst_batch_index=past",))
 class no_dst_batch_check(CacheManager):
     def _check_dst_batch(self, a, remote):  # type: ignore[no-untyped-def]
         return None
@@ -322,7 +329,7 @@ class negative_batch_from_end(CacheManager):
 
 
 @mutant("wraps a src_batch_index beyond the batch around (modulo the batch size)",
-        ("push_cache.param.src_batch_index.out_of_batch",))
+        ("push_cache.param.src_batch_index.out_of_batch",), reaches=("src_batch_index=past",))
 class wraps_src_batch_index(CacheManager):
     def _check_src_batch(self, a, local):  # type: ignore[no-untyped-def]
         return None
@@ -480,7 +487,7 @@ class _KeyFieldBackend(ReferenceBackend):
 
 
 MUTANTS.append(Mutant("key_batch_index_ignored", "CacheKeyByIdAndIndex.batch_index always reads 0",
-                      ("push_cache.data.dst_batch_slice",)))
+                      ("push_cache.data.dst_batch_slice",), reaches=("dst_batch_index=maximum",)))
 key_batch_index_ignored = _KeyFieldBackend(name="mutant-key_batch_index_ignored")
 
 
@@ -569,7 +576,8 @@ class _Deferred(threading.local):
 @mutant("copies the layer first and only then refuses a not remote-accessible cache, a source batch index "
         "or a destination batch index out of range (LLM_PARAM_INVALID after the write)",
         ("push_cache.remote.not_remote_accessible", "push_cache.param.src_batch_index.out_of_batch",
-         "push_cache.remote.dst_batch_out_of_range"))
+         "push_cache.remote.dst_batch_out_of_range"),
+        reaches=("src_batch_index=past", "dst_batch_index=past"))
 class writes_then_refuses(CacheManager):
     _deferred = _Deferred()   # per thread: concurrent pushes from one node must not share the pending error
 
@@ -610,7 +618,7 @@ class writes_then_refuses(CacheManager):
 
 
 @mutant("checks the destination batch index against the local (source) batch size, not the remote one",
-        ("push_cache.remote.dst_batch_out_of_range",))
+        ("push_cache.remote.dst_batch_out_of_range",), reaches=("dst_batch_index=past",))
 class dst_batch_checked_against_local(CacheManager):
     def _check_dst_batch(self, a, remote):  # type: ignore[no-untyped-def]
         local_batch = a.src_cache.cache_desc.shape[0]
@@ -630,7 +638,7 @@ _EIGHT_BYTE = {DataType.DT_INT64, DataType.DT_UINT64, DataType.DT_DOUBLE}
 
 
 @mutant("reads the source batch entry at half its offset for 8-byte element types (src_batch_index > 0)",
-        ("push_cache.data.dtypes",))
+        ("push_cache.data.dtypes",), reaches=("data_type=DT_INT64", "src_batch_index=maximum"))
 class half_src_offset_8_byte(CacheManager):
     def _src_offset(self, a, local):  # type: ignore[no-untyped-def]
         if a.src_cache.cache_desc.data_type in _EIGHT_BYTE:
@@ -652,7 +660,7 @@ class late_write_then_timeout(CacheManager):
 
 
 @mutant("counts DT_INT16/DT_UINT16 as 4-byte elements: copies twice the batch entry (clamped to the tensors)",
-        ("push_cache.data.dtypes",))
+        ("push_cache.data.dtypes",), reaches=("data_type=DT_INT16",))
 class int16_as_four_bytes(CacheManager):
     def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
         if a.src_cache.cache_desc.data_type not in (DataType.DT_INT16, DataType.DT_UINT16):
@@ -722,7 +730,7 @@ class v82a003_size_before_ranges(CacheManager):
 
 
 @mutant("src_batch_index has no default: a call without it is a TypeError",
-        ("push_cache.signature.defaults",))
+        ("push_cache.signature.defaults",), reaches=("parameter=src_batch_index:omitted",))
 class no_batch_index_default(CacheManager):
     def push_cache(self, dst_cache_key, src_cache, src_batch_index, src_layer_range=None,  # type: ignore[no-untyped-def,override]
                    dst_layer_range=None, size=-1, tensor_num_per_layer=2):
@@ -751,7 +759,7 @@ def _logged(fn: Any) -> Any:
 
 
 @mutant("a logging wrapper names positionals from the 8.2.RC1.alpha003 list: a seventh positional is a TypeError",
-        ("push_cache.signature.positional",))
+        ("push_cache.signature.positional",), reaches=("call_form=positional",))
 class stale_positional_names(CacheManager):
     @_logged
     def push_cache(self, dst_cache_key, src_cache, src_batch_index=0, src_layer_range=None,  # type: ignore[no-untyped-def,override]
@@ -1036,7 +1044,8 @@ _FLOAT_WORDS = {DataType.DT_FLOAT: np.uint32, DataType.DT_DOUBLE: np.uint64}
 
 @mutant("copies DT_FLOAT and DT_DOUBLE values, not bytes, through a zero test: -0.0 arrives as +0.0",
         ("push_cache.history.valid_pushes",), by="histories",
-        focus=(HISTORY, "push_cache.data.dtypes", "push_cache.data.postcondition", "push_cache.data.placements"))
+        focus=(HISTORY, "push_cache.data.dtypes", "push_cache.data.postcondition", "push_cache.data.placements"),
+        reaches=("data_type=DT_FLOAT",))
 class canonical_negative_zero(CacheManager):
     def _transfer_layer(self, a, link, remote, pairs):  # type: ignore[no-untyped-def]
         super()._transfer_layer(a, link, remote, pairs)

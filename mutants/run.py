@@ -7,7 +7,9 @@ is *killed* when the verdict is NOT CERTIFIED and at least one target (a blockin
 when a mutant survives: no clause caught it, or only clauses other than its targets did. The matrix shows which
 part of the suite killed each mutant: the clause tests, or the stateful suite (tests of a ``history``
 procedure); a mutant of ``by="histories"`` counts as killed only when the histories alone caught it (its focus
-names the clause tests it goes through unseen). The matrix is printed and written as JSON beside the reports.
+names the clause tests it goes through unseen). The matrix is printed and written as JSON beside the reports;
+its "condition reached" column says whether the run reached the partitions and pairs a mutant's ``reaches``
+declares (:mod:`mutants.reach`): a mutant that survives where its condition was never drawn says so.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ import signal
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from conformance_tests.report.model import LABEL_KIND
-from conformance_tests.spec import load_spec
+from conformance_tests.spec import Spec, load_spec
+from mutants import reach
 from mutants.catalog import MUTANTS, Mutant
 from mutants.children import STOP_SIGNALS, Children, Stopped, raise_stopped, watch_parent
 
@@ -57,13 +60,18 @@ class Result:
     status: str = "survived"   # killed | survived | unrelated | not_only_histories | error
     seconds: float = 0.0
     detail: str = ""
+    reaches: list[str] = field(default_factory=list)  # the domain-coverage keys the mutant's condition needs
+    condition_reached: str = reach.UNDECLARED  # yes | no: <keys> | unknown: <why> | — (none declared)
 
 
-def catalog_problems(mutants: list[Mutant], levels: dict[str, str]) -> list[str]:
-    """Why the catalog is unusable: an unknown ``breaks``, no targets, or a target that is not the exact ID of
-    a spec clause of the mutant's level (``levels``: clause ID -> level)."""
+def catalog_problems(mutants: list[Mutant], levels: dict[str, str], keys: set[str] | None = None) -> list[str]:
+    """Why the catalog is unusable: an unknown ``breaks``, no targets, a target that is not the exact ID of
+    a spec clause of the mutant's level (``levels``: clause ID -> level), or a ``reaches`` key that is no partition
+    or pair of the spec's coverage (``keys``; None: not checked)."""
     problems = []
     for m in mutants:
+        for k in reach.unknown_keys(m.reaches, keys) if keys is not None else ():
+            problems.append(f"{m.name}: reaches {k!r} is no partition or pair key of the spec's coverage")
         if m.breaks not in LEVELS:
             problems.append(f"{m.name}: breaks={m.breaks!r}, expected one of {LEVELS}")
         if not m.targets:
@@ -99,8 +107,8 @@ def certify(mutant: Mutant, out_dir: Path, extra: list[str], children: Children)
         tail = (stdout + stderr).strip().splitlines()[-5:]
         result.detail = f"no report (exit {returncode}): " + " | ".join(tail)
         return result
-    judge(mutant, json.loads(report_path.read_text()), result,
-          {c.id: c.procedure.name for c in load_spec().clauses})
+    spec = load_spec()
+    judge(mutant, json.loads(report_path.read_text()), result, {c.id: c.procedure.name for c in spec.clauses}, spec)
     return result
 
 
@@ -122,10 +130,15 @@ def killing_parts(mutant: Mutant, report: dict[str, Any], procedures: dict[str, 
     return sorted(parts)
 
 
-def judge(mutant: Mutant, report: dict[str, Any], result: Result, procedures: dict[str, str] | None = None) -> None:
+def judge(mutant: Mutant, report: dict[str, Any], result: Result, procedures: dict[str, str] | None = None,
+          spec: Spec | None = None) -> None:
     """Fill in ``result``'s verdict, catches and status from a certification report of ``mutant``
-    (``procedures``: clause ID -> procedure name, to tell the histories' tests from the clause tests)."""
+    (``procedures``: clause ID -> procedure name, to tell the histories' tests from the clause tests), and
+    whether the run reached its condition (``spec``: whose coverage the report measured; None: not looked up)."""
     result.verdict = report["verdict"]["label"]
+    result.reaches = list(mutant.reaches)
+    if spec is not None:
+        result.condition_reached = reach.cell(mutant.reaches, report, spec)
     result.caught_by = sorted(c["id"] for c in report["clauses"] if c["outcome"] in CAUGHT)
     outcomes = {c["id"]: c["outcome"] for c in report["clauses"]}
     killing = KILLING_OUTCOMES[mutant.breaks]
@@ -147,6 +160,10 @@ def judge(mutant: Mutant, report: dict[str, Any], result: Result, procedures: di
     else:
         result.status = "survived"
         result.detail = "no clause failed"
+    if result.status != "killed" and result.condition_reached.startswith("no"):
+        # the diagnosis: no test drew the condition, so the suite never looked where the defect is
+        result.detail = (f"its condition was not reached ({result.condition_reached.removeprefix('no: ')}); "
+                         + result.detail).rstrip("; ")
 
 
 #: the widest verdict label a report can give (the columns fit every verdict)
@@ -154,6 +171,7 @@ VERDICT_WIDTH = max(len(label) for label in LABEL_KIND)
 STATUS_WIDTH = max(len(s) for s in ("killed", "survived", "unrelated", "error", "not_only_histories"))
 #: the widest "killed by" cell: every part of the suite joined
 PARTS_WIDTH = len("+".join(PARTS))
+REACHED_TITLE = "condition reached"
 
 
 def line(r: Result, name_width: int) -> str:
@@ -165,13 +183,13 @@ def line(r: Result, name_width: int) -> str:
         [f"+ {len(others)} other"] if others else [])
     return (f"{r.name.ljust(name_width)}  {r.breaks:6} {r.status:{STATUS_WIDTH}} "
             f"{'+'.join(r.killed_by) or '-':{PARTS_WIDTH}} {r.verdict:{VERDICT_WIDTH}} "
-            f"{r.seconds:6.1f}  {'; '.join(shown) or r.detail}")
+            f"{r.seconds:6.1f}  {r.condition_reached:{len(REACHED_TITLE)}}  {'; '.join(shown) or r.detail}")
 
 
 def header(name_width: int) -> str:
     return (f"{'mutant'.ljust(name_width)}  {'breaks':6} {'status':{STATUS_WIDTH}} {'killed by':{PARTS_WIDTH}} "
             f"{'verdict':{VERDICT_WIDTH}} "
-            f"{'s':>6}  caught by (the target clauses and how; then the other clauses that failed)")
+            f"{'s':>6}  {REACHED_TITLE}  caught by (the target clauses and how; then the other clauses that failed)")
 
 
 def print_matrix(results: list[Result]) -> None:
@@ -202,12 +220,13 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: unknown mutant(s) {sorted(unknown)}; known: {[m.name for m in MUTANTS]}", file=sys.stderr)
         return 2
-    problems = catalog_problems(chosen, {c.id: c.level for c in load_spec().clauses})
+    spec = load_spec()
+    problems = catalog_problems(chosen, {c.id: c.level for c in spec.clauses}, reach.spec_keys(spec))
     if problems:
         print("error: bad mutant catalog: " + "; ".join(problems), file=sys.stderr)
         return 2
     if not args.focus:
-        chosen = [Mutant(m.name, m.defect, m.targets, focus=(), breaks=m.breaks, by=m.by) for m in chosen]
+        chosen = [replace(m, focus=()) for m in chosen]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -1,0 +1,88 @@
+"""The arguments of a testbed's push: the scenario's baseline call with a case's value-language overrides, decoded
+against the testbed's nodes and caches."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .errors import step
+from .spec import CacheSpec
+from .spec.value_language import CacheIdRef, ClusterRef, KeyOf, Lit, ValueExpr
+from .values import DecodeContext, SpecValueError, Value, decode
+
+if TYPE_CHECKING:
+    from .testbed import Testbed
+
+
+class CallBuilder:
+    """The push arguments of ``bed`` (and the extra caches a value names: a blocks cache per placement)."""
+
+    def __init__(self, bed: Testbed) -> None:
+        self.bed = bed
+        self.extra: dict[str, Value] = {}
+
+    def context(self, tnpl: int) -> DecodeContext:
+        bed = self.bed
+        assert bed.src is not None and bed.dst is not None
+        dst_id = int(getattr(bed.dst.cache, "cache_id", 0))
+        return DecodeContext(api=bed.api, num_layers=bed.src.num_tensors // tnpl, num_tensors=bed.src.num_tensors,
+                             batch_size=bed.src.batch, local_id=bed.local_id, remote_id=bed.remote_id,
+                             unlinked_id=max(bed.local_id, bed.remote_id) + 1, dst_cache_id=dst_id,
+                             unknown_cache_id=dst_id + 1000, cache_lookup=self.cache_value, dst_name=bed.dst.name)
+
+    def cache_value(self, name: str, placement: str | None) -> Value:
+        bed = self.bed
+        if name == "src":
+            assert bed.src is not None
+            return Value(bed.src.cache, "src")
+        if name == "dst_remote_object":
+            assert bed.dst is not None
+            return Value(bed.dst.cache, bed.dst.name)
+        if name == "blocks":
+            assert bed.src is not None
+            where = placement or bed.src.placement
+            key = f"blocks_{where}"
+            if key not in self.extra:
+                desc = CacheSpec(bed.src.num_tensors, tuple(bed.src.shape), bed.src.data_type, where)
+                cache = step("allocate_blocks_cache", bed.rec.invoke, key, Value(bed.local, "local"),
+                             "cache_manager.allocate_blocks_cache", bed.desc_value("local", desc))
+                self.extra[key] = Value(cache, key)
+            return self.extra[key]
+        raise SpecValueError(f"unknown cache {name!r}")
+
+    def tnpl_for(self, call: Mapping[str, ValueExpr]) -> int:
+        """The call's tensor_num_per_layer when it is a positive int literal, else the release's default."""
+        default = self.bed.default_tnpl
+        t = call.get("tensor_num_per_layer")
+        value = t.value if isinstance(t, Lit) else default
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+    def values(self, args: Mapping[str, ValueExpr] | None = None, *, only_given: bool = False) -> dict[str, Value]:
+        """The baseline call (scenario ``call``) with ``args`` overriding it, resolved.  Baseline values are
+        passed only for parameters the release's signature has; ``only_given`` leaves out every parameter ``args``
+        does not name (except dst_cache_key and src_cache), so the callee's defaults apply."""
+        bed = self.bed
+        assert bed.dst is not None and bed.src is not None
+        args = dict(args or {})
+        base = {} if only_given else dict(bed.scenario.call)
+        merged = {**base, **args}
+        ctx = self.context(self.tnpl_for(merged))
+        values: dict[str, Value] = {}
+        if "dst_cache_key" in args:
+            values["dst_cache_key"] = decode(args["dst_cache_key"], ctx)
+        else:
+            # the baseline key: the remote node, the destination cache, the call's dst_batch_index
+            batch = decode(merged.get("dst_batch_index", Lit(0)), ctx)
+            values["dst_cache_key"] = decode(KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"),
+                                                   CacheIdRef("dst"), Lit(batch.obj)), ctx)
+        values["src_cache"] = decode(args["src_cache"], ctx) if "src_cache" in args else Value(bed.src.cache, "src")
+        for name in bed.all_params:
+            if name in values:
+                continue
+            if name in args or (name in base and name in bed.params):
+                values[name] = decode(merged[name], ctx)
+        for name, expr in args.items():  # keywords push_cache does not declare (signature clauses)
+            if name not in values and name != "dst_batch_index":
+                values[name] = decode(expr, ctx)
+        return values
