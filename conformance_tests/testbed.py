@@ -80,6 +80,7 @@ class CacheInfo:
     placement: str
     guarded: list[int] | None = None  # tensor addresses inside guard bands (registered memory)
     region: tuple[int, int] | None = None  # (address, bytes) of the registered region, guard bands included
+    made: str = ""  # how make_cache made it (coverage/setup_inputs.py MADE_WAYS; blocks caches: allocate_blocks)
 
     @property
     def num_tensors(self) -> int:
@@ -292,7 +293,8 @@ class Testbed:
             method = "allocate_blocks_cache" if desc.blocks else "allocate_cache"
             cache = self._step(f"{method} ({name})", self.rec.invoke, name, node, f"cache_manager.{method}", dvalue,
                                **keys)
-        info = CacheInfo(name, node_name, cache, layout, desc.data_type, placement, guarded, region)
+        made = "register" if register else "allocate_blocks" if desc.blocks else "allocate_with_keys" if keys else "allocate"
+        info = CacheInfo(name, node_name, cache, layout, desc.data_type, placement, guarded, region, made)
         self.caches[name] = info
         return info
 
