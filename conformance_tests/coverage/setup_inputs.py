@@ -32,8 +32,12 @@ def bound_of(spec: Spec, dim: CoverageDimension) -> Bounds:
     return bound
 
 
-def partitions(spec: Spec, dim: CoverageDimension) -> tuple[str, ...]:
-    """A bound's classes (interior only where the bound leaves room for one), or the ways the spec lists."""
+def partitions(spec: Spec, signature: Any, dim: CoverageDimension) -> tuple[str, ...]:
+    """A bound's classes (interior only where the bound leaves room for one), or the ways the spec lists; none in
+    a release whose signature lacks the dimension's ``with_parameter``."""
+    needed = dim.params.get("with_parameter")
+    if needed is not None and needed not in {p.name for p in signature.declared}:
+        return ()
     if dim.kind == "made":
         ways = tuple(dim.params["ways"])
         unknown = [w for w in ways if w not in MADE_WAYS]

@@ -63,7 +63,7 @@ def partitions_of(spec: Spec, signature: Signature, dim: CoverageDimension) -> t
     if dim.kind == "relations":
         return tuple(str(r["name"]) for r in p["relations"])
     if dim.kind in setup_inputs.KINDS:
-        return setup_inputs.partitions(spec, dim)
+        return setup_inputs.partitions(spec, signature, dim)
     raise ValueError(f"coverage dimension {dim.name}: unknown kind {dim.kind!r}")  # the schema names every kind
 
 

@@ -180,3 +180,17 @@ def test_a_backend_correct_only_on_the_old_setup_is_not_certified(tmp_path, fake
     assert [t["clauses"] for t in failed] == [[clause_id]], [(t["id"], t["outcome"]) for t in report["tests"]]
     assert clause_id in report["verdict"]["blocking"], report["verdict"]
     assert caught in failed[0]["message"], failed[0]["message"][:2000]
+
+
+def test_a_dimension_with_a_parameter_has_no_partitions_in_a_release_without_it():
+    """Before tensor_num_per_layer a layer is two tensors: the tensor count is no input of its own there, and the
+    covering array for that release still reaches every layer class."""
+    old = SPEC.signature_for(SPEC.releases[0])
+    assert "tensor_num_per_layer" not in {p.name for p in old.declared}, SPEC.releases[0]
+    uni = universe(SPEC, old, CAPS)
+    assert uni is not None and uni.partitions["tensors"] == () and uni.partitions["layers"], uni.partitions
+    run = SimpleNamespace(spec=SPEC, signature=old, caps=CAPS, params=[p.name for p in old.declared], default_tnpl=2)
+    got = plan(run, _clause(SETUP))  # type: ignore[arg-type]
+    assert got is not None and got[0].rows
+    reached = {v for _, layout in got[0].rows for v in got[1].facts(layout)["layers"]}
+    assert reached == set(uni.partitions["layers"]), reached
