@@ -87,7 +87,9 @@ class CacheMaker:
             method = "allocate_blocks_cache" if desc.blocks else "allocate_cache"
             cache = step(f"{method} ({name})", bed.rec.invoke, name, node, f"cache_manager.{method}", dvalue,
                          **keys)
-        info = self.info(name, node_name, cache, layout, desc.data_type, placement, guarded, region)
+        made = ("register" if register else "allocate_blocks" if desc.blocks
+                else "allocate_with_keys" if keys else "allocate")
+        info = self.info(name, node_name, cache, layout, desc.data_type, placement, guarded, region, made)
         bed.caches[name] = info
         return info
 

@@ -62,6 +62,7 @@ class CacheInfo:
     placement: str
     guarded: list[int] | None = None  # tensor addresses inside guard bands (registered memory)
     region: tuple[int, int] | None = None  # (address, bytes) of the registered region, guard bands included
+    made: str = ""  # how make_cache made it (coverage/setup_inputs.py MADE_WAYS; blocks caches: allocate_blocks)
 
     @property
     def num_tensors(self) -> int:

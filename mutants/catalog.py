@@ -1092,3 +1092,19 @@ class pushes_from_freed_source(CacheManager):
             if freed is not None:
                 return freed
         return super()._resolve_local_cache(a)
+
+
+# ---------------------------------------------------------------- the setup inputs (issue 29, point 1)
+@mutant("takes a rank-1 source (shape [batch]) to have no element per entry: nothing moves, the call returns",
+        ("push_cache.data.any_setup",))
+class rank_one_moves_nothing(CacheManager):
+    def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
+        return 0 if len(local.shape) == 1 else super()._copy_nbytes(a, local, remote)
+
+
+@mutant("a source allocated with cache_keys moves nothing: the call returns as if it had pushed",
+        ("push_cache.data.any_setup",))
+class keyed_source_moves_nothing(CacheManager):
+    def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
+        keyed = any(cache_id == local.cache_id for cache_id, _batch in self.engine.keys.values())
+        return 0 if keyed else super()._copy_nbytes(a, local, remote)

@@ -13,6 +13,7 @@ from typing import Any
 from ..spec import Spec
 from ..spec.model import CoverageDimension
 from ..values import ABSENT
+from . import setup_inputs
 from .universe import GIVEN, OMITTED, PAST, keys_of
 
 #: the facts a relation states about two pushes, in the spec's words
@@ -59,6 +60,8 @@ def _push_facts(spec: Spec, signature: Any, dim: CoverageDimension, call: Any, s
         if side is None:
             return []
         return _range_class(call.raw().get(str(p["argument"]), 0), side.batch, bool(p.get("past")))
+    if dim.kind in setup_inputs.KINDS:
+        return setup_inputs.facts(spec, signature, dim, call, sides)
     return []  # relations: a fact of two pushes (relation_keys)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..backend import capability_supported
 from ..spec import Signature, Spec
 from ..spec.model import CoverageDimension
+from . import setup_inputs
 
 #: the range classes of a batch index, in the order the report lists them (``past`` only with its clause)
 RANGE_CLASSES = ("minimum", "interior", "maximum")
@@ -61,12 +62,16 @@ def partitions_of(spec: Spec, signature: Signature, dim: CoverageDimension) -> t
         return RANGE_CLASSES + ((PAST,) if p.get("past") else ())
     if dim.kind == "relations":
         return tuple(str(r["name"]) for r in p["relations"])
+    if dim.kind in setup_inputs.KINDS:
+        return setup_inputs.partitions(spec, signature, dim)
     raise ValueError(f"coverage dimension {dim.name}: unknown kind {dim.kind!r}")  # the schema names every kind
 
 
 def declared(dim: CoverageDimension, value: str, caps: Mapping[str, Any]) -> bool:
     """Whether a backend with ``caps`` can reach the partition ``value`` of ``dim`` (its ``requires``)."""
     req = dim.params.get("requires")
+    if not setup_inputs.declared(dim, value, caps):
+        return False
     if not req:
         return True
     head = str(req["capability"])

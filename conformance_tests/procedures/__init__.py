@@ -9,6 +9,7 @@ one module per concern:
 - ``introspection``: the API's surface (enum values, element sizes, the exception base, Cache fields, the
   signature, the product);
 - ``concurrency``: ``concurrent``;
+- ``setup_covering`` (with ``setup_layouts``): ``covering_array``, the setup inputs covered by construction;
 - ``streams``: example streams and ``random_layouts``;
 - ``invalid``: invalid inputs generated from a clause's restriction;
 - ``histories``: ``history``, the stateful suite (a subpackage: model, testbed, draws, pushes, rules).
@@ -16,7 +17,17 @@ one module per concern:
 Every procedure takes the run context (:class:`conformance_tests.context.RunContext`) as its first argument.
 """
 
-from . import calls, concurrency, construction, covering, histories, introspection, invalid, streams  # noqa: F401 - they register
+from . import (  # noqa: F401 - they register
+    calls,
+    concurrency,
+    construction,
+    covering,
+    histories,
+    introspection,
+    invalid,
+    setup_covering,
+    streams,
+)
 from .registry import GENERATED, PROCEDURES, Item, items_for, run_item
 from .steps import STEPS
 

@@ -209,7 +209,7 @@ def _procedure(raw: Mapping[str, Any] | None) -> ProcedureSpec:
     return ProcedureSpec(str(raw.get("name", "call")), str(raw.get("style", "keywords")), tuple(raw.get("steps") or ()),
                          raw.get("type"), raw.get("table"), raw.get("sizes"), int(raw.get("threads", 4)),
                          raw.get("each"), bool(raw.get("kwargs_may_be_named", False)),
-                         tuple(raw.get("products") or ()), bool(raw.get("unlisted", False)))
+                         tuple(raw.get("products") or ()), bool(raw.get("unlisted", False)), raw.get("data_types"))
 
 
 def _clause(raw: Mapping[str, Any], baseline: Mapping[str, Any]) -> Clause:

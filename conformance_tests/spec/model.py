@@ -142,6 +142,7 @@ class ProcedureSpec:
     kwargs_may_be_named: bool = False  # inspect_signature: names taken through **kwargs may be named parameters
     products: tuple[str, ...] = ()  # product: the types.products lists whose products the clause judges
     unlisted: bool = False  # product: the clause also judges a product in no list (none declared, an emulator)
+    data_types: str | None = None  # covering_array: same | different (the destination's data type)
 
 
 @dataclass(frozen=True)
