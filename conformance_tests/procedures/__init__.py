@@ -10,13 +10,14 @@ one module per concern:
   signature, the product);
 - ``concurrency``: ``concurrent``;
 - ``streams``: example streams and ``random_layouts``;
+- ``counts``: the coverage's counts built in every run (caches, links, addresses, pushes at once);
 - ``invalid``: invalid inputs generated from a clause's restriction;
 - ``histories``: ``history``, the stateful suite (a subpackage: model, testbed, draws, pushes, rules).
 
 Every procedure takes the run context (:class:`conformance_tests.context.RunContext`) as its first argument.
 """
 
-from . import calls, concurrency, construction, covering, histories, introspection, invalid, streams  # noqa: F401 - they register
+from . import calls, concurrency, construction, counts, covering, histories, introspection, invalid, streams  # noqa: F401 - they register
 from .registry import GENERATED, PROCEDURES, Item, items_for, run_item
 from .steps import STEPS
 
