@@ -1,15 +1,14 @@
 """The coverage dimensions of kind ``generate_rules``: every restriction rule a clause of the selected release
 names in its ``generate`` section, reached when a generated invalid input broken by that rule was pushed
-(procedures/invalid.py records :func:`rule_keys`)."""
+(procedures/invalid.py records :func:`conformance_tests.coverage.measure.rule_keys`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..backend import capability_supported
 from ..spec import Spec
-from .universe import key
 
 KIND = "generate_rules"
 
@@ -25,10 +24,3 @@ def rule_declared(spec: Spec, rule: str, caps: Mapping[str, Any]) -> bool:
     capability it requires (the procedure skips the others)."""
     return any(all(capability_supported(caps, r) for r in c.requires) for c in spec.clauses
                if c.generate is not None and rule in c.generate.rules)
-
-
-def rule_keys(spec: Spec, rules: Iterable[str]) -> set[str]:
-    cov = spec.coverage
-    if cov is None:
-        return set()
-    return {key(name, r) for name, dim in cov.dimensions.items() if dim.kind == KIND for r in rules}

@@ -14,6 +14,7 @@ from typing import Any
 from ..backend import capability_supported
 from ..spec import Signature, Spec
 from ..spec.model import CoverageDimension
+from . import counts, rules
 
 #: the range classes of a batch index, in the order the report lists them (``past`` only with its clause)
 RANGE_CLASSES = ("minimum", "interior", "maximum")
@@ -61,7 +62,6 @@ def partitions_of(spec: Spec, signature: Signature, dim: CoverageDimension) -> t
         return RANGE_CLASSES + ((PAST,) if p.get("past") else ())
     if dim.kind == "relations":
         return tuple(str(r["name"]) for r in p["relations"])
-    from . import counts, rules  # noqa: PLC0415 - they build on this module's classes and keys
     if dim.kind == counts.KIND:
         return counts.count_partitions(dim)
     if dim.kind == rules.KIND:
@@ -87,8 +87,6 @@ def universe(spec: Spec, signature: Signature, caps: Mapping[str, Any] | None = 
     """The partitions and pairs of ``spec``'s coverage section for the release whose signature is given, less
     those ``caps`` exclude (None: every one; the result None: the spec asks for none).  ``release``: the
     selected release, whose clauses the generate_rules kind reads (None: every clause)."""
-    from .rules import KIND as RULES  # noqa: PLC0415 - it builds on this module's keys
-    from .rules import rule_declared
     cov = spec.coverage
     if cov is None:
         return None
@@ -98,7 +96,7 @@ def universe(spec: Spec, signature: Signature, caps: Mapping[str, Any] | None = 
     for name, dim in cov.dimensions.items():
         values = partitions_of(scoped, signature, dim)
         parts[name] = tuple(v for v in values if caps is None or declared(dim, v, caps)
-                            and (dim.kind != RULES or rule_declared(scoped, v, caps)))
+                            and (dim.kind != rules.KIND or rules.rule_declared(scoped, v, caps)))
         excluded += [key(name, v) for v in values if v not in parts[name]]
     return Universe(parts, cov.pairs, cov.blocks_verdict, tuple(excluded))
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..context import RunContext
-from ..coverage.counts import count_dimensions, count_keys
+from ..coverage.counts import count_dimensions
+from ..coverage.measure import count_keys
 from ..errors import HarnessError
 from ..judging import fail, judge
 from ..observation import Observation

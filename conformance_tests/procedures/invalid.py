@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from .. import strategies, violations
 from ..context import RunContext
-from ..coverage.rules import rule_keys
+from ..coverage.measure import rule_keys
 from ..spec import Clause, Expectation, Level
 from ..spec.expect import union
 from .common import require

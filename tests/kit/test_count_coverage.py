@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from conformance_tests.coverage import universe
-from conformance_tests.coverage.counts import count_classes, count_dimensions, count_keys
-from conformance_tests.coverage.rules import rule_declared, rule_keys, rule_partitions
+from conformance_tests.coverage.counts import count_classes, count_dimensions
+from conformance_tests.coverage.measure import count_keys, rule_keys
+from conformance_tests.coverage.rules import rule_declared, rule_partitions
 from conformance_tests.procedures.counts import interior
 from conformance_tests.spec import SpecError, default_spec_path, load_spec
 from tests.helpers.certify import certify
