@@ -119,7 +119,7 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             "certify_args": certify_args(config.invocation_params.args),
             "push_calls": rows.push_calls,
             "distinct_layouts": len(rows.layouts),
-            "domain_coverage": tally(universe(ctx.spec, ctx.signature, ctx.caps), rows.coverage),
+            "domain_coverage": tally(universe(ctx.spec, ctx.signature, ctx.caps, ctx.release), rows.coverage),
             **rows.history_counts,
             "layouts_sha256": layouts_sha256(rows.layouts),
             "passing_push_features": rows.passing_push_features,

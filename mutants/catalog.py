@@ -1108,3 +1108,44 @@ class keyed_source_moves_nothing(CacheManager):
     def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
         keyed = any(cache_id == local.cache_id for cache_id, _batch in self.engine.keys.values())
         return 0 if keyed else super()._copy_nbytes(a, local, remote)
+
+
+# ---------------------------------------------------------------- counts (coverage counts, procedures/counts.py)
+#: caches on a node, links of a node, addresses registered on a node past which the count mutants corrupt a push:
+#: above what the kit's other tests hold (the histories keep at most 8 live caches in all), below the spec's max
+COUNT_MUTANT_CACHES, COUNT_MUTANT_LINKS, COUNT_MUTANT_ADDRESSES = 8, 2, 128
+
+
+class _DropsLastByte(CacheManager):
+    """Copies one byte short of each tensor's batch entry while ``crowded`` says the push's nodes hold too much."""
+
+    def crowded(self, link: Any) -> bool:
+        raise NotImplementedError
+
+    def _layer_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        pairs = super()._layer_slices(a, link, local, remote, src_layer, dst_layer)
+        if not self.crowded(link):
+            return pairs
+        return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
+
+
+@mutant(f"copies one byte short once the destination node holds more than {COUNT_MUTANT_CACHES} caches",
+        ("push_cache.data.counts",))
+class short_past_eight_caches(_DropsLastByte):
+    def crowded(self, link):  # type: ignore[no-untyped-def]
+        return len(link.server.caches) > COUNT_MUTANT_CACHES
+
+
+@mutant(f"copies one byte short from a node holding more than {COUNT_MUTANT_LINKS} links",
+        ("push_cache.data.counts",))
+class short_past_two_links(_DropsLastByte):
+    def crowded(self, link):  # type: ignore[no-untyped-def]
+        return sum(1 for c, _ in self.engine.fabric.links if c == self.engine.cluster_id) > COUNT_MUTANT_LINKS
+
+
+@mutant(f"copies one byte short once the destination node has more than {COUNT_MUTANT_ADDRESSES} addresses "
+        "registered", ("push_cache.data.registered_address_limit",))
+class short_past_128_addresses(_DropsLastByte):
+    def crowded(self, link):  # type: ignore[no-untyped-def]
+        return sum(len(e.tensor_addrs) for e in link.server.caches.values()
+                   if e.is_registered) > COUNT_MUTANT_ADDRESSES

@@ -14,7 +14,9 @@ from ..spec import Spec
 from ..spec.model import CoverageDimension
 from ..values import ABSENT
 from . import setup_inputs
-from .universe import GIVEN, OMITTED, PAST, keys_of
+from .counts import count_classes, count_dimensions
+from .rules import KIND as RULES
+from .universe import GIVEN, OMITTED, PAST, key, keys_of
 
 #: the facts a relation states about two pushes, in the spec's words
 RELATION_FACTS = ("source_node", "destination_node", "destination_cache")
@@ -130,3 +132,22 @@ def group_keys(spec: Spec, signature: Any, pushes: Sequence[tuple[Any, Any, Any,
         if rel is not None:
             out |= relation_keys(spec, rel, [facts[i], facts[j]])
     return out
+
+
+def count_keys(spec: Spec, counts: Mapping[str, int]) -> set[str]:
+    """The partition (and pair) keys of the counts dimensions a push reached, given what was counted when it was
+    made: ``counts`` maps a dimension's ``of`` to its number (what a push does not count it leaves out)."""
+    cov = spec.coverage
+    if cov is None:
+        return set()
+    facts = {name: count_classes(dim, counts[str(dim.params["of"])])
+             for name, dim in count_dimensions(spec).items() if str(dim.params["of"]) in counts}
+    return keys_of(facts, cov.pairs)
+
+
+def rule_keys(spec: Spec, rules: Sequence[str]) -> set[str]:
+    """The generate_rules partitions a generated invalid input reached: the rules that broke it."""
+    cov = spec.coverage
+    if cov is None:
+        return set()
+    return {key(name, r) for name, dim in cov.dimensions.items() if dim.kind == RULES for r in rules}

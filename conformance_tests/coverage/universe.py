@@ -14,7 +14,7 @@ from typing import Any
 from ..backend import capability_supported
 from ..spec import Signature, Spec
 from ..spec.model import CoverageDimension
-from . import setup_inputs
+from . import counts, rules, setup_inputs
 
 #: the range classes of a batch index, in the order the report lists them (``past`` only with its clause)
 RANGE_CLASSES = ("minimum", "interior", "maximum")
@@ -64,6 +64,10 @@ def partitions_of(spec: Spec, signature: Signature, dim: CoverageDimension) -> t
         return tuple(str(r["name"]) for r in p["relations"])
     if dim.kind in setup_inputs.KINDS:
         return setup_inputs.partitions(spec, signature, dim)
+    if dim.kind == counts.KIND:
+        return counts.count_partitions(dim)
+    if dim.kind == rules.KIND:
+        return rules.rule_partitions(spec)
     raise ValueError(f"coverage dimension {dim.name}: unknown kind {dim.kind!r}")  # the schema names every kind
 
 
@@ -82,17 +86,21 @@ def declared(dim: CoverageDimension, value: str, caps: Mapping[str, Any]) -> boo
     return capability_supported(caps, head)
 
 
-def universe(spec: Spec, signature: Signature, caps: Mapping[str, Any] | None = None) -> Universe | None:
+def universe(spec: Spec, signature: Signature, caps: Mapping[str, Any] | None = None,
+             release: str | None = None) -> Universe | None:
     """The partitions and pairs of ``spec``'s coverage section for the release whose signature is given, less
-    those ``caps`` exclude (None: every one; the result None: the spec asks for none)."""
+    those ``caps`` exclude (None: every one; the result None: the spec asks for none).  ``release``: the
+    selected release, whose clauses the generate_rules kind reads (None: every clause)."""
     cov = spec.coverage
     if cov is None:
         return None
+    scoped = spec.for_release(release) if release is not None else spec
     parts: dict[str, tuple[str, ...]] = {}
     excluded: list[str] = []
     for name, dim in cov.dimensions.items():
-        values = partitions_of(spec, signature, dim)
-        parts[name] = tuple(v for v in values if caps is None or declared(dim, v, caps))
+        values = partitions_of(scoped, signature, dim)
+        parts[name] = tuple(v for v in values if caps is None or declared(dim, v, caps)
+                            and (dim.kind != rules.KIND or rules.rule_declared(scoped, v, caps)))
         excluded += [key(name, v) for v in values if v not in parts[name]]
     return Universe(parts, cov.pairs, cov.blocks_verdict, tuple(excluded))
 

@@ -11,6 +11,7 @@ one module per concern:
 - ``concurrency``: ``concurrent``;
 - ``setup_covering`` (with ``setup_layouts``): ``covering_array``, the setup inputs covered by construction;
 - ``streams``: example streams and ``random_layouts``;
+- ``counts``: the coverage's counts built in every run (caches, links, addresses, pushes at once);
 - ``invalid``: invalid inputs generated from a clause's restriction;
 - ``histories``: ``history``, the stateful suite (a subpackage: model, testbed, draws, pushes, rules).
 
@@ -21,6 +22,7 @@ from . import (  # noqa: F401 - they register
     calls,
     concurrency,
     construction,
+    counts,
     covering,
     histories,
     introspection,

@@ -130,6 +130,10 @@ def _run(run: RunContext, clause: Clause, bed: HistoryBed, plan: list[PushSlot],
             fail(clause.id, f"thread {i}", calls[i], f"destination {p.dst} is wrong after concurrent pushes", problems)
 
 
+#: the pushes of a plan at once, each judged (procedures/counts.py runs it for its pushes_at_once counts)
+run_plan = _run
+
+
 def _call(bed: HistoryBed, server: NodeState, src: CacheInfo, dst: CacheInfo, p: PushSlot, k: int) -> Call:
     """Push ``k`` by keyword, the parameters with defaults left to them: into ``dst``'s entry ``p.dst_batch``."""
     key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [server.cluster_id, dst.cache.cache_id, p.dst_batch]),

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from .. import strategies, violations
 from ..context import RunContext
+from ..coverage.measure import rule_keys
 from ..spec import Clause, Expectation, Level
 from ..spec.expect import union
 from .common import require
@@ -82,6 +83,8 @@ def run_invalid(run: RunContext, clause: Clause, item: Item) -> None:
 
     def body(example: tuple[strategies.Layout, Expectation]) -> None:
         layout, expectation = example
+        # the rule's partition is reached by the push, whatever it answers (coverage/rules.py)
+        run.counters.coverage |= rule_keys(run.spec, [stream.rule])
         push_layout(run, clause, layout, expectation, str(layout))
 
     run_stream(clause.id, item.key, item.examples, broken(), body)

@@ -58,6 +58,7 @@ def items_for(run: RunContext, clause: Clause) -> list[Item]:
     out = PROCEDURES[clause.procedure.name].items(run, clause)
     if clause.generate is not None:
         out += GENERATED["invalid_inputs"].items(run, clause)
+    out += GENERATED["counts"].items(run, clause)  # the coverage's counts, by construction (counts.py)
     return out + GENERATED["omitted_defaults"].items(run, clause)  # coverage by construction (covering.py)
 
 

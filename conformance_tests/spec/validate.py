@@ -382,6 +382,9 @@ def _check_coverage(raw: dict[str, Any]) -> Iterator[Problem]:
         if dim["kind"] == "members" and dim["type"] not in enums:
             yield (json_path("coverage", "dimensions", name, "type"),
                    f"names no enum type: {dim['type']!r}{suggest(dim['type'], enums)}")
+        if dim["kind"] == "counts" and dim["max"] - dim["min"] < 2:
+            yield (json_path("coverage", "dimensions", name, "max"),
+                   f"leaves no interior count between min {dim['min']} and max {dim['max']}")
         for field in ("past", "covered_by"):
             if dim.get(field) is not None and dim[field] not in ids:
                 yield (json_path("coverage", "dimensions", name, field),

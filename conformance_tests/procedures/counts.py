@@ -1,0 +1,234 @@
+"""Coverage by construction of the spec's ``counts`` dimensions: in every run, one test per dimension builds the
+minimum, an interior count and the maximum of what it counts and pushes at each, judged by the clause its
+``covered_by`` names (and, where it has one, a test of its ``past`` clause goes one past max):
+
+- caches_per_node: caches made one after another on the destination node; a push into the first made at the
+  minimum, into the last made at an interior count, into the last and the first at the maximum;
+- links_per_node: the source node linked to one peer after another; a push to the newest peer each time, and to
+  every peer once it holds the maximum;
+- registered_addresses: registered caches on the destination node adding up to the count (a push into the newest,
+  and at the maximum into the first too); past: one more registration above max, which may be refused (nothing
+  written) or accepted (then its push is judged by the past clause);
+- pushes_at_once: that many threads pushing at once into caches of their own (concurrency.py judges each).
+
+Every push is judged exactly (its expect), every other cache and guard band unchanged; the count is recorded with
+the push as the coverage's keys (coverage/counts.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..context import RunContext
+from ..coverage.counts import count_dimensions
+from ..coverage.measure import count_keys
+from ..errors import HarnessError
+from ..judging import fail, judge
+from ..observation import Observation
+from ..spec import Clause
+from ..spec.model import CoverageDimension
+from ..testbed import CacheInfo, Call, Outcome
+from ..values import Deferred, Value
+from . import concurrency
+from .common import per_call_bound, require
+from .histories.bed import HistoryBed
+from .histories.world import NodeState
+from .registry import GENERATED, Item, Procedure, procedure
+from .relation_topology import slots
+
+
+@dataclass(frozen=True)
+class CountItem:
+    dimension: str
+    of: str
+    low: int
+    high: int
+    past: bool  # the test of the dimension's past clause: up to max, then one past it
+
+
+def count_items(run: RunContext, clause: Clause) -> list[Item]:
+    """One item per counts dimension whose ``covered_by`` names ``clause``, one per dimension whose ``past`` does."""
+    out = []
+    for name, dim in count_dimensions(run.spec).items():
+        p = dim.params
+        for past, field in ((False, "covered_by"), (True, "past")):
+            if p.get(field) == clause.id:
+                data = CountItem(name, str(p["of"]), int(p["min"]), int(p["max"]), past)
+                out.append(Item(f"counts-{name}" + ("-past" if past else ""), data, generated="counts"))
+    return out
+
+
+def interior(low: int, high: int, step: int = 1) -> int:
+    """A count strictly between ``low`` and ``high`` (a multiple of ``step`` above ``low``), or ``low`` when none
+    fits."""
+    mid = low + ((high - low) // 2) // step * step
+    return mid if low < mid < high else low
+
+
+class CountsBed:
+    """A cluster for one counts test: nodes ``n0`` (sources, the scenario's local node) and ``n1``... (destinations,
+    its remote node), pushes judged one by one and recorded with their counts."""
+
+    def __init__(self, run: RunContext, clause: Clause, item: Item, servers: int) -> None:
+        self.run, self.clause, self.item = run, clause, item
+        self.bed = HistoryBed(run, label=f"counts ({item.key})")
+        scen = clause.scenario
+        self.nodes = [NodeState(0, "n0", 1, scen.local.role, 0, dict(scen.local.options))] + [
+            NodeState(i, f"n{i}", i + 1, scen.remote.role, 0, dict(scen.remote.options)) for i in range(1, servers + 1)]
+        self.bed.open_nodes(self.nodes)
+        self.sources: dict[int, CacheInfo] = {}
+        self.links = 0
+        self.pushes = 0
+
+    def close(self) -> None:
+        self.bed.close()
+
+    def link(self, server: int) -> None:
+        self.bed.link_nodes(self.nodes[0], self.nodes[server])
+        self.links += 1
+
+    def relink(self, server: int) -> None:
+        """A fresh link to ``server``: a link syncs the server's cache table once, at its first push (facts §1.3
+        link-time check), so the caches made since the last push are seen only over a new link."""
+        if self.links:
+            self.bed.unlink_nodes(self.nodes[0], self.nodes[server])
+            self.links -= 1
+        self.link(server)
+
+    def source(self, num_tensors: int) -> CacheInfo:
+        """An allocated source cache of ``num_tensors`` tensors on n0 (one per tensor count), random bytes."""
+        if num_tensors not in self.sources:
+            desc = self.clause.scenario.src.with_(num_tensors=num_tensors, register=False)
+            info = self.bed.make_cache(f"s{num_tensors}", "n0", desc)
+            self.bed.fill_random(info)
+            self.sources[num_tensors] = info
+        return self.sources[num_tensors]
+
+    def destination(self, server: int, num_tensors: int | None = None, *, register: bool = False) -> CacheInfo:
+        desc = self.clause.scenario.dst
+        desc = desc.with_(num_tensors=num_tensors if num_tensors is not None else desc.num_tensors,
+                          register=register or None)
+        info = self.bed.make_cache(self.bed.new_name(), self.nodes[server].name, desc, guard=register)
+        self.bed.fill_sentinel(info)
+        return info
+
+    def push(self, dst: CacheInfo, counts: dict[str, int], what: str) -> None:
+        """Push ``dst``'s batch entry ``pushes % batch`` from the source of its tensor count, judged by the clause's
+        expect; the judged bytes are what ``dst`` holds from then on."""
+        bed, server = self.bed, next(n for n in self.nodes if n.name == dst.node_name)
+        src = self.source(dst.num_tensors)
+        bed.local, bed.remote, bed.src, bed.dst = bed.nodes["n0"], bed.nodes[server.name], src, dst
+        entry = self.pushes % dst.batch
+        self.pushes += 1
+        key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [server.cluster_id, dst.cache.cache_id, entry]),
+                    f"api.CacheKeyByIdAndIndex({server.cluster_id}, {dst.name}.cache_id, {entry})")
+        call = Call({"dst_cache_key": key, "src_cache": Value(src.cache, src.name),
+                     "src_batch_index": Value(0, "0")})
+        bed.rec.comment(f"{what}: {counts}")
+        self.run.counters.coverage |= count_keys(self.run.spec, counts)
+        outcome = bed.push(call, bound=per_call_bound(self.run))
+        obs = judge(bed, call, outcome, self.clause.expect, self.clause.id, f"{self.item.key}, {what} ({counts})")
+        if outcome.exc is None:
+            bed.before[dst.name] = obs.expected_dst()
+
+
+def _caches(cb: CountsBed, it: CountItem) -> None:
+    made: list[CacheInfo] = []
+    for target in dict.fromkeys((it.low, interior(it.low, it.high), it.high)):
+        while len(made) < target:
+            made.append(cb.destination(1))
+        cb.relink(1)
+        cb.push(made[-1], {it.of: len(made)}, f"the last made of {len(made)} caches")
+    cb.push(made[0], {it.of: len(made)}, f"the first made of {len(made)} caches")
+
+
+def _links(cb: CountsBed, it: CountItem) -> None:
+    dsts = [cb.destination(s) for s in range(1, it.high + 1)]
+    for target in dict.fromkeys((it.low, interior(it.low, it.high), it.high)):
+        while cb.links < target:
+            cb.link(cb.links + 1)
+        cb.push(dsts[cb.links - 1], {it.of: cb.links}, f"to the newest of {cb.links} peers")
+    for dst in dsts[:-1]:
+        cb.push(dst, {it.of: cb.links}, "to every peer")
+
+
+def _addresses(cb: CountsBed, it: CountItem) -> None:
+    """Registered caches adding up to each count (a push needs whole layers: each pushed cache holds a multiple of
+    the default tensors per layer; what is left over is registered as a cache of its own, not pushed into)."""
+    tnpl = max(1, cb.bed.default_tnpl)
+    total = 0
+    pushed: list[CacheInfo] = []
+    for target in dict.fromkeys((it.low, interior(it.low, it.high, tnpl), it.high)):
+        size = (target - total) // tnpl * tnpl
+        pushed.append(cb.destination(1, size, register=True))
+        total += size
+        if target > total:
+            cb.destination(1, target - total, register=True)
+            total = target
+        cb.relink(1)
+        cb.push(pushed[-1], {it.of: total}, f"the newest of {total} addresses")
+    cb.push(pushed[0], {it.of: total}, f"the first of {total} addresses")
+    if it.past:
+        _past_addresses(cb, it, total, tnpl)
+
+
+def _past_addresses(cb: CountsBed, it: CountItem, total: int, tnpl: int) -> None:
+    """One registration past max: refused (then nothing may have changed) or accepted (then its push is judged)."""
+    count = {it.of: total + tnpl}
+    cb.run.counters.coverage |= count_keys(cb.run.spec, count)
+    try:
+        extra = cb.destination(1, tnpl, register=True)
+    except HarnessError as exc:
+        if not isinstance(exc.__cause__, getattr(cb.bed.api, "LLMException", ())):
+            raise
+        cb.bed.rec.comment(f"refused past the limit: {exc}")
+        problems = Observation(cb.bed, None, Outcome(exc.__cause__, 0.0)).unchanged()
+        if problems:
+            fail(cb.clause.id, cb.item.key, None, "register_cache past the limit was refused, but memory changed",
+                 problems)
+        return
+    cb.relink(1)
+    cb.push(extra, count, "past the limit")
+
+
+BUILDERS = {"caches_per_node": (_caches, lambda it: 1), "links_per_node": (_links, lambda it: it.high),
+            "registered_addresses": (_addresses, lambda it: 1)}
+
+
+def _at_once(run: RunContext, clause: Clause, it: CountItem) -> None:
+    """``n`` threads at once from one node into caches of their own on one peer, for n = min, interior, max."""
+    relation = concurrency.DISTINCT_CACHES
+    for n in dict.fromkeys((it.low, interior(it.low, it.high), it.high)):
+        bed = HistoryBed(run, label=f"counts ({it.dimension}: {n} at once)")
+        try:
+            run.counters.coverage |= count_keys(run.spec, {it.of: n})
+            concurrency.run_plan(run, clause, bed, slots(relation, n), clause.scenario.dst)
+        finally:
+            bed.close()
+
+
+def run_counts(run: RunContext, clause: Clause, item: Item) -> None:
+    __tracebackhide__ = True
+    require(run, clause.requires)
+    it: CountItem = item.data
+    dim: CoverageDimension = count_dimensions(run.spec)[it.dimension]
+    if dim.params.get("requires"):
+        require(run, [str(dim.params["requires"]["capability"])])
+    if it.of == "pushes_at_once":
+        _at_once(run, clause, it)
+        return
+    build, servers = BUILDERS[it.of]
+    cb = CountsBed(run, clause, item, servers(it))
+    try:
+        build(cb, it)
+    finally:
+        cb.close()
+
+
+GENERATED["counts"] = Procedure(count_items, run_counts)
+
+
+@procedure("counts", lambda run, clause: [])
+def run_counts_clause(run: RunContext, clause: Clause, item: Item) -> None:
+    """A counts clause's tests are its coverage dimensions' items (GENERATED["counts"]); it lists none itself."""
+    raise AssertionError(f"clause {clause.id}: the counts procedure lists no items of its own, got {item!r}")
