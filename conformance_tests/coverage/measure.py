@@ -59,7 +59,7 @@ def _push_facts(spec: Spec, signature: Any, dim: CoverageDimension, call: Any, s
         if side is None:
             return []
         return _range_class(call.raw().get(str(p["argument"]), 0), side.batch, bool(p.get("past")))
-    return []  # relations: a fact of two pushes (relation_keys)
+    return []  # relations: a fact of two pushes (relation_keys); budget_fractions: of a delay (durations)
 
 
 def push_facts(spec: Spec, signature: Any, call: Any, src: Any, dst: Any) -> dict[str, list[str]]:

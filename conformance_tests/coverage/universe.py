@@ -61,6 +61,9 @@ def partitions_of(spec: Spec, signature: Signature, dim: CoverageDimension) -> t
         return RANGE_CLASSES + ((PAST,) if p.get("past") else ())
     if dim.kind == "relations":
         return tuple(str(r["name"]) for r in p["relations"])
+    if dim.kind == "budget_fractions":
+        from .durations import partitions  # durations imports this module's keys
+        return partitions(spec)
     raise ValueError(f"coverage dimension {dim.name}: unknown kind {dim.kind!r}")  # the schema names every kind
 
 
