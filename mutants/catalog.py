@@ -1013,6 +1013,15 @@ class clamps_sync_timeout(CacheManager):
         return super()._transfer_budget_s(a, min(timeout, 1.0))
 
 
+@mutant("times a transfer out at 0.7 of llm.SyncKvCacheWaitTime: a delay near the budget raises LLM_TIMEOUT",
+        ("push_cache.timeout.within_budget",), by="histories",
+        focus=(HISTORY, "push_cache.timeout.within_budget", "push_cache.timeout.exceeded",
+               "push_cache.timeout.total_over_layers", "push_cache.config.sync_kv_timeout.unit_ms"))
+class times_out_at_seven_tenths(CacheManager):
+    def _transfer_budget_s(self, a, timeout):  # type: ignore[no-untyped-def]
+        return super()._transfer_budget_s(a, 0.7 * timeout)
+
+
 @mutant("keeps the per-tensor copy count in 16 bits: an entry of 64 KiB or more moves its size mod 65536 bytes",
         ("push_cache.history.valid_pushes",), by="histories",
         focus=(HISTORY, "push_cache.data.postcondition", "push_cache.data.dtypes", "push_cache.data.size_default",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
+from hypothesis.errors import HypothesisException
 
 from ...spec.model import Bounds, DelayClass, Delays
 
@@ -23,6 +24,27 @@ class Delay:
 
     def per_layer_ms(self, layers: int) -> float:
         return self.total_ms / layers
+
+
+@dataclass
+class Turns:
+    """The turns of a stream run's histories.  Each history takes the next, until one fails: from then on hypothesis
+    only replays and shrinks that one, so every later history keeps its turn (a replay that drew another class
+    would pass, and the failure would read as flaky)."""
+
+    next: int = 0
+    held: int | None = None
+
+    def take(self) -> int:
+        if self.held is not None:
+            return self.held
+        self.next += 1
+        return self.next - 1
+
+    def ended(self, turn: int, exc: BaseException | None) -> None:
+        """A history of ``turn`` ended (``exc``: what it raised; hypothesis's own signals are no failure)."""
+        if self.held is None and isinstance(exc, Exception) and not isinstance(exc, HypothesisException):
+            self.held = turn
 
 
 def edge_class(delays: Delays, index: int) -> DelayClass:

@@ -12,6 +12,7 @@ a self-test compares the two), as procedures are to the ``procedure`` enum.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -28,7 +29,7 @@ from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from . import draws
 from .bed import HistoryBed
 from .concurrent import push_concurrently
-from .delays import draw_within, edge_class, edge_timeout, fraction
+from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
 from .long_runs import long_run
 from .making import Making
 from .planning import Planning, divisors, layout_of
@@ -62,15 +63,15 @@ class HistoryMachine(RuleBasedStateMachine):
     """One history per instance; :func:`machine_for` binds it to a stream's :class:`HistoryRun`."""
 
     h: HistoryRun
-    made = 0  # histories of the stream run made so far (machine_for's class counts its own)
+    turns: Turns  # the stream run's (machine_for gives each its own)
 
     def __init__(self) -> None:
         super().__init__()
         self.world = World()
         self.bed = HistoryBed(self.h.run, label=f"history ({self.h.stream.name})")
         self.h.run.counters.histories += 1
-        #: this history's place in its stream's run (what its first delay's class turns on)
-        self.index, type(self).made = type(self).made, type(self).made + 1
+        #: this history's turn in its stream's run (what its first delay's class turns on)
+        self.index = self.turns.take()
         self.steps = 0
         self.making = Making(self.h, self.bed, self.world)
         self.planning = Planning(self.h, self.world, self.making)
@@ -79,6 +80,7 @@ class HistoryMachine(RuleBasedStateMachine):
         self.broken = {f"{c.id}: {r}": (c, r) for c, r in self.h.invalid}
 
     def teardown(self) -> None:
+        self.turns.ended(self.index, sys.exc_info()[1])  # hypothesis tears a failing history down as it raises
         self.bed.close()
         self.bed.forget()  # hypothesis keeps some machines: none may keep a history's bytes or its cluster
         self.world.caches.clear()
@@ -566,4 +568,4 @@ def _concurrent(m: HistoryMachine, data: Any) -> bool:
 
 def machine_for(h: HistoryRun) -> type[HistoryMachine]:
     """The machine class of one stream run (hypothesis builds a new instance per history)."""
-    return type("History", (HistoryMachine,), {"h": h, "made": 0})
+    return type("History", (HistoryMachine,), {"h": h, "turns": Turns()})
