@@ -22,13 +22,14 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from ... import violations
 from ...coverage.durations import delay_keys, fraction_class
+from ...coverage.measure import relations
 from ...spec import CacheSpec, Clause
 from ...spec.model import DelayClass
 from ...testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from . import draws
 from .bed import HistoryBed
-from .concurrent import push_concurrently
+from .by_relation import NODES, drawn_relation, push_in_relation
 from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
 from .long_runs import long_run
 from .making import Making
@@ -43,8 +44,9 @@ EDGE_TIMEOUT = "delay_exceeded"
 #: the budget of the configuration stream's third node, which times out by construction too: a push of its
 #: drawn (small) layouts cannot take that long, so the push that follows over its link is judged strictly
 STRICT_EDGE_MS = 2 * NATURAL_MS
-#: nodes a history with a long run has at least (its client linked to every other node: to more than one)
-LONG_RUN_NODES = 3
+#: nodes a history with a long run has at least (its client linked to every other node: to more than one; and
+#: the nodes two pushes in every relation need)
+LONG_RUN_NODES = max(3, len(NODES))
 
 Builder = Callable[["HistoryMachine", Any], bool]
 #: situation (schema enum history_situation) -> how a step makes a push in it; False when it cannot now
@@ -161,7 +163,8 @@ class HistoryMachine(RuleBasedStateMachine):
         edge_delay = h.stream.situations is not None and EDGE_DELAY in h.stream.situations and self.can(EDGE_DELAY)
         top = draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0]
         within = edge_class(h.hist.delays, self.index)
-        first = edge_timeout(h.hist.delays, within, h.stream.wait_ms // 2, top, h.hist.sync_kv_timeout_ms)
+        first = edge_timeout(h.hist.delays, h.hist.delays.within[-1], h.stream.wait_ms // 2, top,
+                             h.hist.sync_kv_timeout_ms)
         first_timeouts = ((first, h.hist.sync_kv_timeout_ms.min, STRICT_EDGE_MS) if edge_delay else (top,)
                           if h.long_run else ())
         least = LONG_RUN_NODES if h.long_run else len(first_timeouts)
@@ -196,6 +199,11 @@ class HistoryMachine(RuleBasedStateMachine):
         plans = [p for p in (self.planning.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
         if h.long_run:
             long_run(self, data, plans, h.long_run, label)
+            # then two pushes at once in every relation of the spec (by_relation): one history of a stream every
+            # run makes reaches them all, whatever it draws (its nodes are as many as they need)
+            if self.can("concurrent") and h.stream.layouts == "drawn":
+                for relation in relations(h.run.spec):
+                    push_in_relation(self, data, relation)
             return
         for i, plan in enumerate(plans):
             self.push_valid(plan, f"{label}, a model at the domain's edges, {i + 1} of {len(plans)}")
@@ -480,7 +488,9 @@ def _delayed(m: HistoryMachine, data: Any, name: str, edge: tuple[int, int] | No
         if per_layer * layers < t * delays.beyond or 2 * t > left:
             return False
         cost = 2 * t
-    w.waited_ms += math.ceil(cost)
+    # an edge delay costs its whole share whatever its turn's class: what the history draws next must not turn
+    # on the turn (hypothesis replays one history's choices in another, and the data must be the same)
+    w.waited_ms += math.ceil(cost) if edge is None else left
     m.bed.inject_fault(plan.client, {"kind": "delay", "seconds": per_layer / 1000})
     delay_s = per_layer * layers / 1000
     share = fraction(per_layer * layers, t)
@@ -563,7 +573,7 @@ def _after_refusal(m: HistoryMachine, data: Any) -> bool:
 
 @situation("concurrent")
 def _concurrent(m: HistoryMachine, data: Any) -> bool:
-    return push_concurrently(m, data)
+    return drawn_relation(m, data)
 
 
 def machine_for(h: HistoryRun) -> type[HistoryMachine]:
