@@ -112,9 +112,10 @@ def _history_run(tmp_path, *backend: str) -> tuple[str, dict]:
     return proc.stdout, json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
 
 
-def test_the_histories_reach_every_delay_class_on_the_reference(tmp_path):
+def test_the_histories_reach_every_delay_class_and_relation_on_the_reference(tmp_path):
     out, report = _history_run(tmp_path)
-    unreached = [k for k in report["run"]["domain_coverage"]["unreached_partitions"] if k.startswith(f"{DIM}=")]
+    unreached = [k for k in report["run"]["domain_coverage"]["unreached_partitions"]
+                 if k.startswith((f"{DIM}=", "concurrency="))]
     assert unreached == [], f"certify --clauses {HISTORY}: {unreached}\n{out[-2000:]}"
     assert all(r["outcome"] == "passed" for r in report["tests"]), out[-3000:]
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from _proxy import ProxyBackend, ProxyCluster
+
 from reference_impl.backend import backend as reference
 
 OPTION = "llm.SyncKvCacheWaitTime"
