@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...judging import effect_problems, fail, outcome_problem
+from ...judging import effect_problems, fail, outcome_problem, repro_lines
 from ...observation import Observation
 from ...testbed import Call, Outcome
 from ..common import per_call_bound
@@ -49,6 +49,22 @@ def _expected(bed: HistoryBed, plans: Sequence[Plan], calls: Sequence[Call],
     return state
 
 
+def _script_for(bed: HistoryBed, plans: Sequence[Plan], calls: Sequence[Call], failing: int, mark: int) -> None:
+    """The script's replay of a concurrent step whose push ``failing`` was wrong: the others first, in turn (their
+    targets are disjoint), then that push, checked as the judgement checked it."""
+    del bed.rec.lines[mark:]
+    bed.rec.comment(f"{len(plans)} threads at once; the script makes the others first, then thread {failing}:")
+    for j, (plan, call) in enumerate(zip(plans, calls, strict=True)):
+        if j != failing:
+            bed.rec.lines += [f"local = {plan.client.name}", call.code]
+    plan = plans[failing]
+    assert plan.dst is not None
+    bed.rec.lines += [f"local, remote, src, dst = {plan.client.name}, {plan.server.name}, {plan.src.name}, "
+                      f"{plan.dst.name}", "src_data, dst_data = snap(local, src), snap(remote, dst)",
+                      "try:", f"    result = {calls[failing].code}", "except Exception as exc:  # noqa: BLE001",
+                      "    outcome = exc", "else:", "    outcome = None"]
+
+
 def run_together(m: HistoryMachine, plans: Sequence[Plan], label: str) -> bool:
     """The pushes of ``plans`` from threads released at once, each judged exactly as if it were alone over the
     bytes the others wrote (their destinations as the oracle has them after their pushes: disjoint targets must
@@ -76,6 +92,7 @@ def run_together(m: HistoryMachine, plans: Sequence[Plan], label: str) -> bool:
             results[i] = exc
         seconds[i] = time.monotonic() - start
 
+    mark = len(bed.rec.lines)
     bed.rec.comment(f"{len(plans)} threads at once (the script makes them in turn):")
     for plan, call in zip(plans, calls, strict=True):
         bed.rec.lines.append(f"local = {plan.client.name}")
@@ -117,6 +134,8 @@ def run_together(m: HistoryMachine, plans: Sequence[Plan], label: str) -> bool:
             # a push that returned made a valid push's promise, to land exactly (the history clause, must); the
             # concurrent clause (may) lets it refuse, not land wrong
             judged_by = h.clause.id if outcome.exc is None else clause.id
+            _script_for(bed, plans, calls, i, mark)
+            bed.rec.verdict = repro_lines(h.clause.expect if outcome.exc is None else expectation, judged_by, obs)
             fail(judged_by, f"{label}, thread {i}", calls[i], "wrong after concurrent pushes", problems)
         reads.append(obs)
     for obs in reads:
