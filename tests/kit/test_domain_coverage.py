@@ -205,9 +205,10 @@ def test_the_cluster_built_for_a_relation_has_that_relation_between_every_two_pu
 
 
 @pytest.mark.parametrize(("caps", "excluded"), [
-    ({"placements": ["DEVICE", "HOST"], "threads": True}, set()),
-    ({}, {"src_placement=HOST", "dst_placement=HOST"} | {f"concurrency={r['name']}" for r in relations(SPEC)}),
-    ({"placements": ["HOST"], "threads": True}, {"src_placement=DEVICE", "dst_placement=DEVICE"}),
+    ({"placements": ["DEVICE", "HOST"], "threads": True, "faults": ["delay"]}, set()),
+    ({}, {"src_placement=HOST", "dst_placement=HOST"} | {f"concurrency={r['name']}" for r in relations(SPEC)}
+     | {f"delay={v}" for v in UNI.partitions["delay"]} if UNI else set()),
+    ({"placements": ["HOST"], "threads": True, "faults": ["delay"]}, {"src_placement=DEVICE", "dst_placement=DEVICE"}),
 ])
 def test_what_the_capabilities_exclude_is_reported_and_not_required(caps, excluded):
     uni = universe(SPEC, SIG, caps)
