@@ -123,7 +123,8 @@ def test_the_histories_reach_every_delay_class_and_relation_on_the_reference(tmp
 def test_a_backend_waiting_sixty_percent_of_its_budget_is_caught_by_the_near_class(tmp_path):
     out, report = _history_run(tmp_path, "--backend", "short_timeout_backend:backend")
     assert "verdict: NOT CERTIFIED" in out, out[-3000:]
-    failed = [r for r in report["tests"] if r["outcome"] == "failed"]
-    assert [r["params"]["item"] for r in failed] == ["configuration"], [r["id"] for r in failed]
-    message = failed[0]["message"]
+    failed = {r["params"]["item"]: r for r in report["tests"] if r["outcome"] == "failed"}
+    # the configuration stream's first delay is near the budget by construction (other streams may draw one)
+    assert "configuration" in failed, list(failed)
+    message = failed["configuration"]["message"]
     assert message.startswith(f"clause {WITHIN} ") and "a near delay" in message, message[:600]
