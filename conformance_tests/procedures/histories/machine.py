@@ -151,22 +151,8 @@ class HistoryMachine(RuleBasedStateMachine):
         history reaches by construction, whatever else it draws."""
         h, w = self.h, self.world
         label = self.step("open")
-        # a stream that names the within-budget delay among its few situations (the configuration stream) starts
-        # with one of the class its turn gives it (delays.edge_class: the spec's classes, the nearest the budget
-        # first), as long as the class allows within half what the history may wait, on a node whose
-        # llm.SyncKvCacheWaitTime is as high up the ladder as that leaves room for (a delay above the option's
-        # default in the near class: a backend clamping it fails), then a push beyond the domain's least timeout from the
-        # second node and, before it, one beyond STRICT_EDGE_MS from a third, each followed by valid pushes over
-        # its link (the third's judged with no overtime envelope: issue 31).  A long run's client waits twice the budget too:
-        # over real transports a push can take a millisecond, and a run of a thousand must not time out by chance
-        # (a timeout changes what the history draws next, and hypothesis could not replay it)
         edge_delay = h.stream.situations is not None and EDGE_DELAY in h.stream.situations and self.can(EDGE_DELAY)
-        top = draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0]
-        within = edge_class(h.hist.delays, self.index)
-        first = edge_timeout(h.hist.delays, h.hist.delays.within[-1], h.stream.wait_ms // 2, top,
-                             h.hist.sync_kv_timeout_ms)
-        first_timeouts = ((first, h.hist.sync_kv_timeout_ms.min, STRICT_EDGE_MS) if edge_delay else (top,)
-                          if h.long_run else ())
+        first_timeouts = _first_timeouts(h, edge_delay)
         least = LONG_RUN_NODES if h.long_run else len(first_timeouts)
         w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, least, first_timeouts), label="nodes")
         self.bed.open_nodes(w.nodes)
@@ -188,12 +174,7 @@ class HistoryMachine(RuleBasedStateMachine):
                 self.making.link(client, other)
         still(h, self.bed, label)
         if edge_delay:
-            _delayed(self, data, EDGE_DELAY, edge=(client.index, server.index), within=within)
-            # a timeout from the node whose budget is strict first: what follows it is judged whatever it took
-            for other in ([w.nodes[2]] if len(w.nodes) > 2 else []) + [server]:
-                if self.can(EDGE_TIMEOUT):
-                    self.making.link(other, client)
-                    _delayed(self, data, EDGE_TIMEOUT, edge=(other.index, client.index))
+            _edge_delays(self, data, client, server)
         if not self.can("valid") or not (h.long_run or edges):
             return
         plans = [p for p in (self.planning.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
@@ -325,6 +306,38 @@ class HistoryMachine(RuleBasedStateMachine):
         outcome = judge_push(h, self.bed, self.world, bad, clause, clause.expect, label)
         self.recover(data, plan.link, label, outcome)
 
+
+
+def _first_timeouts(h: HistoryRun, edge_delay: bool) -> tuple[int, ...]:
+    """The budgets of a history's first nodes: a configuration stream's edge delays' (see _edge_delays), a long
+    run's client's, or none."""
+    # a stream that names the within-budget delay among its few situations (the configuration stream) starts
+    # with one of the class its turn gives it (delays.edge_class: the spec's classes, the nearest the budget
+    # first) within half what the history may wait, on a node whose llm.SyncKvCacheWaitTime leaves the nearest
+    # class room there (the same budget whatever the turn: hypothesis replays one history's choices in another;
+    # a near delay is above the option's 1000 ms default, so a backend clamping it fails), then a push beyond
+    # the domain's least timeout from the second node and, before it, one beyond STRICT_EDGE_MS from a third,
+    # each followed by valid pushes over its link (the third's judged with no overtime envelope: issue 31).  A
+    # long run's client waits twice the budget: over real transports a push can take a millisecond, and a run
+    # of a thousand must not time out by chance (a timeout changes what the history draws next, and hypothesis
+    # could not replay it)
+    top = draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0]
+    if edge_delay:
+        first = edge_timeout(h.hist.delays, h.hist.delays.within[-1], h.stream.wait_ms // 2, top,
+                             h.hist.sync_kv_timeout_ms)
+        return (first, h.hist.sync_kv_timeout_ms.min, STRICT_EDGE_MS)
+    return (top,) if h.long_run else ()
+
+
+def _edge_delays(m: HistoryMachine, data: Any, client: NodeState, server: NodeState) -> None:
+    """A configuration history's first pushes: a delay within the budget of the class its turn gives it, then a
+    timeout from the node whose budget is strict first (what follows it is judged whatever it took), then one
+    from the server."""
+    _delayed(m, data, EDGE_DELAY, edge=(client.index, server.index), within=edge_class(m.h.hist.delays, m.index))
+    for other in ([m.world.nodes[2]] if len(m.world.nodes) > 2 else []) + [server]:
+        if m.can(EDGE_TIMEOUT):
+            m.making.link(other, client)
+            _delayed(m, data, EDGE_TIMEOUT, edge=(other.index, client.index))
 
 
 # ---- the situations: a push valid in every respect but one ---------------------------------------------------
