@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -1019,6 +1020,36 @@ class poisoned_after_fault(CacheManager):
 class clamps_sync_timeout(CacheManager):
     def _transfer_budget_s(self, a, timeout):  # type: ignore[no-untyped-def]
         return super()._transfer_budget_s(a, min(timeout, 1.0))
+
+
+#: how long a push from a worker thread holds a layer's first bytes in the staging buffer: the window in which a
+#: DMA engine shared by the node's pushes would be busy (a push from the kit's main thread, as every long run, has
+#: none; a real model's hundreds of layers keep it short)
+STAGING_S = 0.002
+
+
+@mutant("stages every layer's bytes in one buffer per node, with no lock: two pushes at once from one node land "
+        "each other's bytes", ("push_cache.history.valid_pushes",), by="histories",
+        focus=(HISTORY, "push_cache.data.postcondition", "push_cache.data.nothing_else_changes"))
+class shared_staging_buffer(CacheManager):
+    def _copy_layer(self, pairs):  # type: ignore[no-untyped-def]
+        for k, (src, dst) in enumerate(pairs):
+            stage = getattr(self, "_stage", None)
+            if stage is None or stage.size < src.size:
+                stage = self._stage = np.empty(src.size, dtype=np.uint8)
+            stage[:src.size] = src
+            if k == 0 and threading.current_thread() is not threading.main_thread():
+                time.sleep(STAGING_S)
+            np.copyto(dst, stage[:src.size])
+
+
+@mutant("times a transfer out at 0.7 of llm.SyncKvCacheWaitTime: a delay near the budget raises LLM_TIMEOUT",
+        ("push_cache.timeout.within_budget",), by="histories",
+        focus=(HISTORY, "push_cache.timeout.within_budget", "push_cache.timeout.exceeded",
+               "push_cache.timeout.total_over_layers", "push_cache.config.sync_kv_timeout.unit_ms"))
+class times_out_at_seven_tenths(CacheManager):
+    def _transfer_budget_s(self, a, timeout):  # type: ignore[no-untyped-def]
+        return super()._transfer_budget_s(a, 0.7 * timeout)
 
 
 @mutant("keeps the per-tensor copy count in 16 bits: an entry of 64 KiB or more moves its size mod 65536 bytes",

@@ -14,21 +14,8 @@ from typing import Any
 from ..backend import capability_supported
 from ..spec import Signature, Spec
 from ..spec.model import CoverageDimension
-from . import counts, rules, setup_inputs
-
-#: the range classes of a batch index, in the order the report lists them (``past`` only with its clause)
-RANGE_CLASSES = ("minimum", "interior", "maximum")
-PAST = "past"
-#: the two states of a parameter that has a default
-GIVEN, OMITTED = "given", "omitted"
-
-
-def key(dimension: str, value: str) -> str:
-    return f"{dimension}={value}"
-
-
-def pair_key(a: str, b: str) -> str:
-    return f"{a} & {b}"
+from . import counts, durations, rules, setup_inputs
+from .keys import GIVEN, OMITTED, PAST, RANGE_CLASSES, key, pair_key
 
 
 @dataclass(frozen=True)
@@ -68,6 +55,8 @@ def partitions_of(spec: Spec, signature: Signature, dim: CoverageDimension) -> t
         return counts.count_partitions(dim)
     if dim.kind == rules.KIND:
         return rules.rule_partitions(spec)
+    if dim.kind == durations.KIND:
+        return durations.partitions(spec)
     raise ValueError(f"coverage dimension {dim.name}: unknown kind {dim.kind!r}")  # the schema names every kind
 
 

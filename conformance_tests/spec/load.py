@@ -27,6 +27,8 @@ from .model import (
     Clause,
     Coverage,
     CoverageDimension,
+    DelayClass,
+    Delays,
     Encoding,
     EnumTable,
     Fault,
@@ -312,7 +314,14 @@ def _histories(raw: Mapping[str, Any] | None, domains: Mapping[str, Bounds]) -> 
     pool = _bounds(raw["pool_bytes"]) if "pool_bytes" in raw else Bounds(DEFAULT_POOL_BYTES, DEFAULT_POOL_BYTES)
     return Histories(_bounds(raw["nodes"]), domains[raw["cluster_id"]["domain"]], domains[raw["cache_id"]["domain"]],
                      _bounds(raw["sync_kv_timeout_ms"]), _bounds(raw["pool_page_shift"]), pool,
-                     _bounds(raw["guard_bytes"]), _bounds(raw["repeat"]), frozen(streams), models)
+                     _bounds(raw["guard_bytes"]), _bounds(raw["repeat"]), frozen(streams), _delays(raw["delays"]),
+                     models)
+
+
+def _delays(raw: Mapping[str, Any]) -> Delays:
+    bounds = [0.0] + [float(c["below"]) for c in raw["within"]]
+    within = tuple(DelayClass(str(c["name"]), bounds[i], bounds[i + 1]) for i, c in enumerate(raw["within"]))
+    return Delays(within, float(raw["draw_below"]), float(raw["beyond"]), float(raw["per_layer"]))
 
 
 def _build(file: pathlib.Path, raw: dict[str, Any], sha256: str) -> Spec:

@@ -384,6 +384,29 @@ class HistoryStream:
 
 
 @dataclass(frozen=True)
+class DelayClass:
+    """A class of injected delays within the budget: fractions of llm.SyncKvCacheWaitTime in [start, below)."""
+
+    name: str
+    start: float
+    below: float
+
+
+@dataclass(frozen=True)
+class Delays:
+    """The histories' injected delays as fractions of their node's budget (generation.histories.delays)."""
+
+    within: tuple[DelayClass, ...]
+    draw_below: float
+    beyond: float
+    per_layer: float
+
+    def class_of(self, fraction: float) -> str | None:
+        """The within class ``fraction`` falls in (None: at or past the budget)."""
+        return next((c.name for c in self.within if c.start <= fraction < c.below), None)
+
+
+@dataclass(frozen=True)
 class Histories:
     """The domains the stateful suite draws its histories from (domains named in the spec resolved to bounds)."""
 
@@ -396,6 +419,7 @@ class Histories:
     guard_bytes: Bounds
     repeat: Bounds
     streams: Mapping[str, HistoryStream]
+    delays: Delays
     model_layouts: tuple[ModelLayout, ...] = ()
 
 

@@ -337,9 +337,24 @@ def _check_generation(raw: dict[str, Any]) -> Iterator[Problem]:
         if entry is None or entry.get("size") is None or entry.get("size_source") == "vendor":
             yield (json_path("generation", "histories", "model_layouts", i, "data_type"),
                    f"{model['data_type']!r} is not a DataType member with a documented size")
+    yield from _check_delays(hist["delays"])
     for name, stream in hist["streams"].items():
         if stream["layouts"] == "models" and not hist.get("model_layouts"):
             yield json_path("generation", "histories", "streams", name, "layouts"), "no model_layouts to draw from"
+
+
+def _check_delays(delays: Mapping[str, Any]) -> Iterator[Problem]:
+    """The within classes' bounds ascend to the budget (1), with room to draw the last below draw_below."""
+    at = ("generation", "histories", "delays")
+    bounds = [c["below"] for c in delays["within"]]
+    for i in range(1, len(bounds)):
+        if bounds[i] <= bounds[i - 1]:
+            yield json_path(*at, "within", i, "below"), f"{bounds[i]} is not above the class before ({bounds[i - 1]})"
+    if bounds[-1] != 1:
+        yield json_path(*at, "within", len(bounds) - 1, "below"), f"the last class ends at the budget (1), not {bounds[-1]}"
+    start = bounds[-2] if len(bounds) > 1 else 0
+    if not start < delays["draw_below"] <= bounds[-1]:
+        yield json_path(*at, "draw_below"), f"{delays['draw_below']} leaves nothing of the last class to draw"
 
 
 def _check_situations(clauses: list[dict[str, Any]], releases: list[str], raw: dict[str, Any]) -> Iterator[Problem]:
@@ -385,7 +400,7 @@ def _check_coverage(raw: dict[str, Any]) -> Iterator[Problem]:
         if dim["kind"] == "counts" and dim["max"] - dim["min"] < 2:
             yield (json_path("coverage", "dimensions", name, "max"),
                    f"leaves no interior count between min {dim['min']} and max {dim['max']}")
-        for field in ("past", "covered_by"):
+        for field in ("past", "covered_by", "within"):
             if dim.get(field) is not None and dim[field] not in ids:
                 yield (json_path("coverage", "dimensions", name, field),
                        f"names no clause: {dim[field]!r}{suggest(dim[field], ids)}")

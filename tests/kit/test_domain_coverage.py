@@ -216,10 +216,11 @@ def _needing(capability: str) -> set[str]:
 
 
 @pytest.mark.parametrize(("caps", "excluded"), [
-    ({"placements": ["DEVICE", "HOST"], "threads": True, "raw_memory": True, "register_cache": True}, set()),
+    ({"placements": ["DEVICE", "HOST"], "threads": True, "raw_memory": True, "register_cache": True,
+      "faults": ["delay"]}, set()),
     ({}, {"src_placement=HOST", "dst_placement=HOST", "src_made=register", "dst_made=register"}
-     | _needing("threads") | _needing("register_cache")),
-    ({"placements": ["HOST"], "threads": True},
+     | _needing("threads") | _needing("register_cache") | _needing("faults.delay")),
+    ({"placements": ["HOST"], "threads": True, "faults": ["delay"]},
      {"src_placement=DEVICE", "dst_placement=DEVICE", "src_made=register", "dst_made=register"}
      | _needing("register_cache")),
 ])

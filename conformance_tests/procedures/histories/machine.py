@@ -11,6 +11,8 @@ a self-test compares the two), as procedures are to the ``procedure`` enum.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -19,20 +21,22 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from ... import violations
+from ...coverage.durations import delay_keys, fraction_class
+from ...coverage.measure import relations
 from ...spec import CacheSpec, Clause
+from ...spec.model import DelayClass
 from ...testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from . import draws
 from .bed import HistoryBed
-from .concurrent import push_concurrently
+from .by_relation import NODES, drawn_relation, push_in_relation
+from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
 from .long_runs import long_run
 from .making import Making
 from .planning import Planning, divisors, layout_of
 from .pushes import NATURAL_MS, HistoryRun, Plan, call_for, judge_push, still
 from .world import NodeState, World
 
-#: margins around sync_kv_timeout that keep a delayed push clear of it on either side
-WITHIN, BEYOND = 0.5, 1.5
 #: the situation a configuration stream reaches by construction at its budget's edge (HistoryMachine.open)
 EDGE_DELAY = "delay_within_budget"
 #: and the timeout it reaches after it, from the node waiting least
@@ -40,8 +44,9 @@ EDGE_TIMEOUT = "delay_exceeded"
 #: the budget of the configuration stream's third node, which times out by construction too: a push of its
 #: drawn (small) layouts cannot take that long, so the push that follows over its link is judged strictly
 STRICT_EDGE_MS = 2 * NATURAL_MS
-#: nodes a history with a long run has at least (its client linked to every other node: to more than one)
-LONG_RUN_NODES = 3
+#: nodes a history with a long run has at least (its client linked to every other node: to more than one; and
+#: the nodes two pushes in every relation need)
+LONG_RUN_NODES = max(3, len(NODES))
 
 Builder = Callable[["HistoryMachine", Any], bool]
 #: situation (schema enum history_situation) -> how a step makes a push in it; False when it cannot now
@@ -60,12 +65,15 @@ class HistoryMachine(RuleBasedStateMachine):
     """One history per instance; :func:`machine_for` binds it to a stream's :class:`HistoryRun`."""
 
     h: HistoryRun
+    turns: Turns  # the stream run's (machine_for gives each its own)
 
     def __init__(self) -> None:
         super().__init__()
         self.world = World()
         self.bed = HistoryBed(self.h.run, label=f"history ({self.h.stream.name})")
         self.h.run.counters.histories += 1
+        #: this history's turn in its stream's run (what its first delay's class turns on)
+        self.index = self.turns.take()
         self.steps = 0
         self.making = Making(self.h, self.bed, self.world)
         self.planning = Planning(self.h, self.world, self.making)
@@ -74,6 +82,7 @@ class HistoryMachine(RuleBasedStateMachine):
         self.broken = {f"{c.id}: {r}": (c, r) for c, r in self.h.invalid}
 
     def teardown(self) -> None:
+        self.turns.ended(self.index, sys.exc_info()[1])  # hypothesis tears a failing history down as it raises
         self.bed.close()
         self.bed.forget()  # hypothesis keeps some machines: none may keep a history's bytes or its cluster
         self.world.caches.clear()
@@ -142,17 +151,8 @@ class HistoryMachine(RuleBasedStateMachine):
         history reaches by construction, whatever else it draws."""
         h, w = self.h, self.world
         label = self.step("open")
-        # a stream that names the within-budget delay among its few situations (the configuration stream) starts
-        # with one at the top of its timeout ladder (a wait of half its budget, on a node whose
-        # llm.SyncKvCacheWaitTime is twice the budget), then a push beyond the domain's least timeout from the
-        # second node and, before it, one beyond STRICT_EDGE_MS from a third, each followed by valid pushes over
-        # its link (the third's judged with no overtime envelope: issue 31).  A long run's client waits twice the budget too:
-        # over real transports a push can take a millisecond, and a run of a thousand must not time out by chance
-        # (a timeout changes what the history draws next, and hypothesis could not replay it)
         edge_delay = h.stream.situations is not None and EDGE_DELAY in h.stream.situations and self.can(EDGE_DELAY)
-        top = draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0]
-        first_timeouts = ((top, h.hist.sync_kv_timeout_ms.min, STRICT_EDGE_MS) if edge_delay else (top,)
-                          if h.long_run else ())
+        first_timeouts = _first_timeouts(h, edge_delay)
         least = LONG_RUN_NODES if h.long_run else len(first_timeouts)
         w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, least, first_timeouts), label="nodes")
         self.bed.open_nodes(w.nodes)
@@ -174,17 +174,17 @@ class HistoryMachine(RuleBasedStateMachine):
                 self.making.link(client, other)
         still(h, self.bed, label)
         if edge_delay:
-            _delayed(self, data, EDGE_DELAY, edge=(client.index, server.index))
-            # a timeout from the node whose budget is strict first: what follows it is judged whatever it took
-            for other in ([w.nodes[2]] if len(w.nodes) > 2 else []) + [server]:
-                if self.can(EDGE_TIMEOUT):
-                    self.making.link(other, client)
-                    _delayed(self, data, EDGE_TIMEOUT, edge=(other.index, client.index))
+            _edge_delays(self, data, client, server)
         if not self.can("valid") or not (h.long_run or edges):
             return
         plans = [p for p in (self.planning.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
         if h.long_run:
             long_run(self, data, plans, h.long_run, label)
+            # then two pushes at once in every relation of the spec (by_relation): one history of a stream every
+            # run makes reaches them all, whatever it draws (its nodes are as many as they need)
+            if self.can("concurrent") and h.stream.layouts == "drawn":
+                for relation in relations(h.run.spec):
+                    push_in_relation(self, data, relation)
             return
         for i, plan in enumerate(plans):
             self.push_valid(plan, f"{label}, a model at the domain's edges, {i + 1} of {len(plans)}")
@@ -306,6 +306,38 @@ class HistoryMachine(RuleBasedStateMachine):
         outcome = judge_push(h, self.bed, self.world, bad, clause, clause.expect, label)
         self.recover(data, plan.link, label, outcome)
 
+
+
+def _first_timeouts(h: HistoryRun, edge_delay: bool) -> tuple[int, ...]:
+    """The budgets of a history's first nodes: a configuration stream's edge delays' (see _edge_delays), a long
+    run's client's, or none."""
+    # a stream that names the within-budget delay among its few situations (the configuration stream) starts
+    # with one of the class its turn gives it (delays.edge_class: the spec's classes, the nearest the budget
+    # first) within half what the history may wait, on a node whose llm.SyncKvCacheWaitTime leaves the nearest
+    # class room there (the same budget whatever the turn: hypothesis replays one history's choices in another;
+    # a near delay is above the option's 1000 ms default, so a backend clamping it fails), then a push beyond
+    # the domain's least timeout from the second node and, before it, one beyond STRICT_EDGE_MS from a third,
+    # each followed by valid pushes over its link (the third's judged with no overtime envelope: issue 31).  A
+    # long run's client waits twice the budget: over real transports a push can take a millisecond, and a run
+    # of a thousand must not time out by chance (a timeout changes what the history draws next, and hypothesis
+    # could not replay it)
+    top = draws.timeout_ladder(h.hist.sync_kv_timeout_ms, h.stream.wait_ms)[0]
+    if edge_delay:
+        first = edge_timeout(h.hist.delays, h.hist.delays.within[-1], h.stream.wait_ms // 2, top,
+                             h.hist.sync_kv_timeout_ms)
+        return (first, h.hist.sync_kv_timeout_ms.min, STRICT_EDGE_MS)
+    return (top,) if h.long_run else ()
+
+
+def _edge_delays(m: HistoryMachine, data: Any, client: NodeState, server: NodeState) -> None:
+    """A configuration history's first pushes: a delay within the budget of the class its turn gives it, then a
+    timeout from the node whose budget is strict first (what follows it is judged whatever it took), then one
+    from the server."""
+    _delayed(m, data, EDGE_DELAY, edge=(client.index, server.index), within=edge_class(m.h.hist.delays, m.index))
+    for other in ([m.world.nodes[2]] if len(m.world.nodes) > 2 else []) + [server]:
+        if m.can(EDGE_TIMEOUT):
+            m.making.link(other, client)
+            _delayed(m, data, EDGE_TIMEOUT, edge=(other.index, client.index))
 
 
 # ---- the situations: a push valid in every respect but one ---------------------------------------------------
@@ -433,11 +465,13 @@ def _wait_left(m: HistoryMachine) -> int:
     return max(0, m.h.stream.wait_ms - m.world.waited_ms)
 
 
-def _delayed(m: HistoryMachine, data: Any, name: str, edge: tuple[int, int] | None = None) -> bool:
-    """A push whose transfers the client's injected delay slows: within llm.SyncKvCacheWaitTime in all, beyond
-    it at the first layer, or within it per layer and beyond it in all; then the fault is cleared.  ``edge``: the
-    link of a within-budget delay as long as half what the history may wait allows, nothing drawn but the push."""
-    w = m.world
+def _delayed(m: HistoryMachine, data: Any, name: str, edge: tuple[int, int] | None = None,
+             within: DelayClass | None = None) -> bool:
+    """A push whose transfers the client's injected delay slows: within llm.SyncKvCacheWaitTime in all (its length
+    drawn over the whole interval below the budget, in the spec's classes), beyond it at the first layer, or within
+    it per layer and beyond it in all; then the fault is cleared.  ``edge``: the link of a within-budget delay of
+    class ``within`` that half what the history may wait allows, nothing drawn but the push."""
+    w, delays = m.world, m.h.hist.delays
     need = 3 if name == "delay_over_layers" else 1
     links = w.usable_links()
     if not links:
@@ -453,40 +487,43 @@ def _delayed(m: HistoryMachine, data: Any, name: str, edge: tuple[int, int] | No
         return False
     t, layers, left = plan.client.timeout_ms, plan.layers, _wait_left(m) // (2 if edge is not None else 1)
     if name == "delay_within_budget":
-        top = min(int(t * WITHIN) // layers, left // layers)
-        if top < 1:
+        drawn = draw_within(data.draw, delays, t, left, within)
+        if drawn is None:
             return False
-        band = "as long as the budget allows" if edge is not None else data.draw(
-            st.sampled_from(["as long as the budget allows", "short"]), label="delay")
-        per_layer = top if band != "short" else data.draw(st.integers(1, min(top, 20)), label="delay ms")
-        cost = per_layer * layers
+        per_layer, cost = drawn.per_layer_ms(layers), drawn.total_ms
     elif name == "delay_exceeded":
-        per_layer = max(int(t * BEYOND), t + 20)
+        per_layer = max(t * delays.beyond, t + 20)
         cost = t + per_layer
         if cost > left:
             return False
     else:
-        per_layer = int(t * WITHIN)
-        if per_layer < 1 or per_layer * layers < t * BEYOND or 2 * t > left:
+        per_layer = t * delays.per_layer
+        if per_layer * layers < t * delays.beyond or 2 * t > left:
             return False
         cost = 2 * t
-    w.waited_ms += cost
+    # an edge delay costs its whole share whatever its turn's class: what the history draws next must not turn
+    # on the turn (hypothesis replays one history's choices in another, and the data must be the same)
+    w.waited_ms += math.ceil(cost) if edge is None else left
     m.bed.inject_fault(plan.client, {"kind": "delay", "seconds": per_layer / 1000})
     delay_s = per_layer * layers / 1000
+    share = fraction(per_layer * layers, t)
+    m.h.run.counters.coverage |= delay_keys(m.h.run.spec, share)
+    what = f"{name}: a {fraction_class(m.h.run.spec, share)} delay, {share:.3f} of {t} ms"
     return _faulted(m, data, plan, name, wait_s=delay_s + t / 1000, clear=plan.client,
-                    settle_s=min(delay_s, t / 1000 + per_layer / 1000) + SETTLE_S)
+                    settle_s=min(delay_s, t / 1000 + per_layer / 1000) + SETTLE_S, what=what)
 
 
 def _faulted(m: HistoryMachine, data: Any, plan: Plan, name: str, *, wait_s: float, clear: NodeState | None,
-             settle_s: float = 0.0) -> bool:
+             settle_s: float = 0.0, what: str | None = None) -> bool:
     """The push of ``plan`` under an injected fault, judged by the clause of ``name``: a refusal must come in time
-    (one sync_kv_timeout per layer, plus slack); then the fault is cleared (on ``clear``) and valid pushes follow."""
+    (one sync_kv_timeout per layer, plus slack); then the fault is cleared (on ``clear``) and valid pushes follow.
+    ``what``: the push's label (default: the situation's name)."""
     clause = m.h.situations[name]
-    outcome = judge_push(m.h, m.bed, m.world, plan, clause, None, m.label(name), settle_s=settle_s,
+    label = m.label(what or name)
+    outcome = judge_push(m.h, m.bed, m.world, plan, clause, None, label, settle_s=settle_s,
                          bound_extra=FAULT_BOUND_FACTOR * wait_s)
     if outcome.exc is not None:
-        raised_in_time(m.bed, call_for(m.h, m.bed, plan), outcome, plan.client.timeout_ms / 1000, clause.id,
-                       m.label(name))
+        raised_in_time(m.bed, call_for(m.h, m.bed, plan), outcome, plan.client.timeout_ms / 1000, clause.id, label)
     if clear is not None:
         m.bed.inject_fault(clear, {"kind": "clear"})
     m.recover(data, plan.link, m.label(name), outcome)
@@ -549,9 +586,9 @@ def _after_refusal(m: HistoryMachine, data: Any) -> bool:
 
 @situation("concurrent")
 def _concurrent(m: HistoryMachine, data: Any) -> bool:
-    return push_concurrently(m, data)
+    return drawn_relation(m, data)
 
 
 def machine_for(h: HistoryRun) -> type[HistoryMachine]:
     """The machine class of one stream run (hypothesis builds a new instance per history)."""
-    return type("History", (HistoryMachine,), {"h": h})
+    return type("History", (HistoryMachine,), {"h": h, "turns": Turns()})

@@ -1,0 +1,92 @@
+"""Durations as a domain of the stateful suite: how long an injected delay is, as a fraction of its node's
+llm.SyncKvCacheWaitTime, drawn over the whole interval below the budget in the spec's classes
+(``generation.histories.delays``), and what budget a configuration history's first node has so that its first
+delay can take the class its turn gives it within what the history may wait."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.errors import HypothesisException
+
+from ...spec.model import Bounds, DelayClass, Delays
+
+
+@dataclass(frozen=True)
+class Delay:
+    """A delay drawn within the budget: its class, and what all its layers wait together (ms)."""
+
+    within: DelayClass
+    total_ms: float
+
+    def per_layer_ms(self, layers: int) -> float:
+        return self.total_ms / layers
+
+
+@dataclass
+class Turns:
+    """The turns of a stream run's histories.  Each history takes the next, until one fails: from then on hypothesis
+    only replays and shrinks that one, so every later history keeps its turn (a replay that drew another class
+    would pass, and the failure would read as flaky)."""
+
+    next: int = 0
+    held: int | None = None
+
+    def take(self) -> int:
+        if self.held is not None:
+            return self.held
+        self.next += 1
+        return self.next - 1
+
+    def ended(self, turn: int, exc: BaseException | None) -> None:
+        """A history of ``turn`` ended (``exc``: what it raised; hypothesis's own signals are no failure)."""
+        if self.held is None and isinstance(exc, Exception) and not isinstance(exc, HypothesisException):
+            self.held = turn
+
+
+def edge_class(delays: Delays, index: int) -> DelayClass:
+    """The class of the first delay of a stream's history ``index``: the nearest the budget first, then down, in
+    turn (so that every class occurs in any run of as many histories, and a run of one reaches the edge)."""
+    return delays.within[-1 - index % len(delays.within)]
+
+
+def top_fraction(delays: Delays, within: DelayClass) -> float:
+    """The highest fraction of the budget a delay of ``within`` is drawn below."""
+    return min(within.below, delays.draw_below)
+
+
+def edge_timeout(delays: Delays, within: DelayClass, wait_ms: int, top_ms: int, bounds: Bounds) -> int:
+    """The budget of the node whose delay is a history's first: as high as ``top_ms`` (the ladder's top) while a
+    delay up to the class's top fraction of it still fits ``wait_ms``; in the domain."""
+    return min(bounds.max, max(bounds.min, min(top_ms, math.floor(wait_ms / top_fraction(delays, within)))))
+
+
+def totals_us(delays: Delays, within: DelayClass, budget_ms: int, left_ms: float) -> tuple[int, int] | None:
+    """The delays (µs, all layers together) of class ``within`` on a budget of ``budget_ms`` that fit ``left_ms``:
+    the class's whole interval, up to its top fraction; None when none fits."""
+    low = max(1, math.ceil(within.start * budget_ms * 1000))
+    high = min(math.ceil(top_fraction(delays, within) * budget_ms * 1000) - 1, math.floor(left_ms * 1000))
+    return (low, high) if low <= high else None
+
+
+def draw_within(draw: Any, delays: Delays, budget_ms: int, left_ms: float,
+                within: DelayClass | None = None) -> Delay | None:
+    """A delay within ``budget_ms`` that fits ``left_ms``: of class ``within``, or of a class drawn among those that
+    fit; its length drawn over the class's interval.  None: none fits."""
+    classes = [within] if within is not None else list(delays.within)
+    fits = [(c, r) for c in classes if (r := totals_us(delays, c, budget_ms, left_ms)) is not None]
+    if not fits:
+        return None
+    cls, (low, high) = fits[0] if len(fits) == 1 else draw(st.sampled_from(fits), label="delay class")
+    # a seed mapped onto the interval: its choice's bounds do not turn on the class (hypothesis replays a
+    # history's choices in another turn) and its values spread over the whole interval
+    seed = draw(st.integers(0, 2**16), label=f"{cls.name} delay")
+    total = low + (high - low) * seed // 2**16
+    return Delay(cls, total / 1000)
+
+
+def fraction(total_ms: float, budget_ms: int) -> float:
+    return total_ms / budget_ms
