@@ -64,7 +64,7 @@ def _push_facts(spec: Spec, signature: Any, dim: CoverageDimension, call: Any, s
         return _range_class(call.raw().get(str(p["argument"]), 0), side.batch, bool(p.get("past")))
     if dim.kind in setup_inputs.KINDS:
         return setup_inputs.facts(spec, signature, dim, call, sides)
-        return []  # relations: a fact of two pushes (relation_keys); budget_fractions: of a delay (durations)
+    return []  # relations: a fact of two pushes (relation_keys); budget_fractions: of a delay (durations)
 
 
 def push_facts(spec: Spec, signature: Any, call: Any, src: Any, dst: Any) -> dict[str, list[str]]:
