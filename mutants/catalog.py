@@ -1029,7 +1029,7 @@ STAGING_S = 0.002
 
 
 @mutant("stages every layer's bytes in one buffer per node, with no lock: two pushes at once from one node land "
-        "each other's bytes", ("push_cache.history.valid_pushes",), by="histories",
+        "each other's bytes", ("push_cache.history.valid_pushes",), by="histories", reaches=("concurrency=fan_out",),
         focus=(HISTORY, "push_cache.data.postcondition", "push_cache.data.nothing_else_changes"))
 class shared_staging_buffer(CacheManager):
     def _copy_layer(self, pairs):  # type: ignore[no-untyped-def]
@@ -1044,7 +1044,7 @@ class shared_staging_buffer(CacheManager):
 
 
 @mutant("times a transfer out at 0.7 of llm.SyncKvCacheWaitTime: a delay near the budget raises LLM_TIMEOUT",
-        ("push_cache.timeout.within_budget",), by="histories",
+        ("push_cache.timeout.within_budget",), by="histories", reaches=("delay=near",),
         focus=(HISTORY, "push_cache.timeout.within_budget", "push_cache.timeout.exceeded",
                "push_cache.timeout.total_over_layers", "push_cache.config.sync_kv_timeout.unit_ms"))
 class times_out_at_seven_tenths(CacheManager):
@@ -1127,14 +1127,14 @@ class pushes_from_freed_source(CacheManager):
 
 # ---------------------------------------------------------------- the setup inputs (issue 29, point 1)
 @mutant("takes a rank-1 source (shape [batch]) to have no element per entry: nothing moves, the call returns",
-        ("push_cache.data.any_setup",))
+        ("push_cache.data.any_setup",), reaches=("src_rank=minimum",))
 class rank_one_moves_nothing(CacheManager):
     def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
         return 0 if len(local.shape) == 1 else super()._copy_nbytes(a, local, remote)
 
 
 @mutant("a source allocated with cache_keys moves nothing: the call returns as if it had pushed",
-        ("push_cache.data.any_setup",))
+        ("push_cache.data.any_setup",), reaches=("src_made=allocate_with_keys",))
 class keyed_source_moves_nothing(CacheManager):
     def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
         keyed = any(cache_id == local.cache_id for cache_id, _batch in self.engine.keys.values())
@@ -1161,21 +1161,21 @@ class _DropsLastByte(CacheManager):
 
 
 @mutant(f"copies one byte short once the destination node holds more than {COUNT_MUTANT_CACHES} caches",
-        ("push_cache.data.counts",))
+        ("push_cache.data.counts",), reaches=("caches_per_node=maximum",))
 class short_past_eight_caches(_DropsLastByte):
     def crowded(self, link):  # type: ignore[no-untyped-def]
         return len(link.server.caches) > COUNT_MUTANT_CACHES
 
 
 @mutant(f"copies one byte short from a node holding more than {COUNT_MUTANT_LINKS} links",
-        ("push_cache.data.counts",))
+        ("push_cache.data.counts",), reaches=("links_per_node=maximum",))
 class short_past_two_links(_DropsLastByte):
     def crowded(self, link):  # type: ignore[no-untyped-def]
         return sum(1 for c, _ in self.engine.fabric.links if c == self.engine.cluster_id) > COUNT_MUTANT_LINKS
 
 
 @mutant(f"copies one byte short once the destination node has more than {COUNT_MUTANT_ADDRESSES} addresses "
-        "registered", ("push_cache.data.registered_address_limit",))
+        "registered", ("push_cache.data.registered_address_limit",), reaches=("registered_addresses=maximum",))
 class short_past_128_addresses(_DropsLastByte):
     def crowded(self, link):  # type: ignore[no-untyped-def]
         return sum(len(e.tensor_addrs) for e in link.server.caches.values()
