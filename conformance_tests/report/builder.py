@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..spec.levels import Level
 from .causes import likely_causes
 from .model import (
     BLOCKING_LEVELS,
@@ -55,11 +56,10 @@ def _unique(items: Iterable[str]) -> list[str]:
 
 
 def _strictest(levels: Iterable[str]) -> str | None:
-    present = set(levels)
-    for level in LEVELS:
-        if level in present:
-            return level
-    return None
+    """The level a row takes from its clauses' levels, decided by the one owner (:meth:`Level.strictest`: a
+    blocking level first, so {should, may} is may); None where no clause names a known level."""
+    known = [Level(level) for level in levels if level in LEVELS]
+    return Level.strictest(known).value if known else None
 
 
 def _require(rows: list[Any], where: str, keys: tuple[str, ...]) -> None:
