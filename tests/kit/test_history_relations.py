@@ -29,3 +29,18 @@ def test_a_relation_no_layout_holds_is_refused_by_name():
     impossible = {"name": "one_cache_two_nodes", "destination_node": "different", "destination_cache": "same"}
     with pytest.raises(ValueError, match="one_cache_two_nodes"):
         layout(impossible, [impossible])
+
+
+def test_a_refused_concurrent_push_is_not_blamed_on_the_push_beside_it(tmp_path) -> None:
+    """A backend refusing a push made while another is in flight (the concurrent clause, may, allows it) passes
+    the history clause: each concurrent step's judgement of the push that returned takes the refused push's
+    destination as it reads, not as if that push had landed (seen over two SSH hosts, where a concurrent push
+    timed out and its neighbour was judged wrong)."""
+    from tests.helpers.certify import certify
+
+    proc = certify("--backend", "refuses_while_busy_backend:backend", "--clauses", "push_cache.history.valid_pushes",
+                   "--report-dir", str(tmp_path / "r"), timeout=600)
+    import json
+    rows = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))["tests"]
+    bad = {r["id"]: (r["outcome"], (r.get("message") or "")[:400]) for r in rows if r["outcome"] != "passed"}
+    assert proc.returncode in (0, 5) and not bad, (proc.returncode, bad, proc.stdout[-1500:])

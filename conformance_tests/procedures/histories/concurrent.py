@@ -110,13 +110,21 @@ def run_together(m: HistoryMachine, plans: Sequence[Plan], label: str) -> bool:
     h.run.counters.history_pushes += len(plans)
     for plan in plans:
         w.pushed_over(plan.link)
+    # what the pushes that returned wrote (they promised to land); a refused push's destination is judged by its
+    # own thread (the concurrent clause lets it refuse), so the others take it as it reads now: a refusal is never
+    # blamed on a push that returned
+    returned = [j for j in range(len(plans)) if results[j] is None]
+    landed = _expected(bed, [plans[j] for j in returned], [calls[j] for j in returned])
+    refused = {p.dst.name: p.dst.info for j, p in enumerate(plans) if j not in returned and p.dst is not None}
+    landed.update(bed.read_caches([info for name, info in refused.items() if name not in landed]))
     reads = []
     for i, plan in enumerate(plans):
         _bind(bed, plan)
         assert plan.dst is not None
         base = dict(bed.before)
-        # every other push landed: this one's destination holds their writes, every other destination all of its
-        same = [j for j, p in enumerate(plans) if p.dst is plan.dst]
+        # every other push that returned landed: this one's destination holds their writes, every other
+        # destination all of its
+        same = [j for j, p in enumerate(plans) if p.dst is plan.dst and (j == i or j in returned)]
         own = _expected(bed, [plans[j] for j in same], [calls[j] for j in same], skip=same.index(i))
         bed.before.update(landed)
         bed.before[plan.dst.name] = own.get(plan.dst.name, base[plan.dst.name])
