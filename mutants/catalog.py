@@ -1125,6 +1125,14 @@ class pushes_from_freed_source(CacheManager):
         return super()._resolve_local_cache(a)
 
 
+@mutant("moves a DT_STRING batch entry as if its elements were 8 bytes: half of each entry is left behind",
+        ("push_cache.data.string_elements",), breaks="should")
+class string_as_eight_bytes(CacheManager):
+    def _copy_nbytes(self, a, local, remote):  # type: ignore[no-untyped-def]
+        n = super()._copy_nbytes(a, local, remote)
+        return n // 2 if a.src_cache.cache_desc.data_type == DataType.DT_STRING else n
+
+
 # ---------------------------------------------------------------- the setup inputs (issue 29, point 1)
 @mutant("takes a rank-1 source (shape [batch]) to have no element per entry: nothing moves, the call returns",
         ("push_cache.data.any_setup",), reaches=("src_rank=minimum",))
