@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from conformance_tests.exitcodes import USAGE_ERROR
+
 MiB = 1 << 20
 
 
@@ -233,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     why = nixl_available()
     if why is not None:
         print(f"bench_nixl: NIXL is not available ({why})", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     if args.certify:
         return bench_certify(args.profile)
     from reference_impl.multiprocess.backend import backend

@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         front_parser().print_help()
-        return 0 if argv else 2
+        return 0 if argv else exitcodes.USAGE_ERROR
     command, rest = argv[0], argv[1:]
     try:
         if command == "certify":

@@ -22,18 +22,6 @@ RAW_MEMORY_METHODS = ("alloc_memory", "read_memory", "write_memory")
 #: results; a backend whose nodes live in other processes answers the per-tensor steps in one round trip
 BATCH_METHOD = "call_each"
 BATCHABLE = NODE_METHODS + RAW_MEMORY_METHODS
-#: names the tests build arguments from, through ``node.api``
-API_NAMES = (
-    "CacheDesc",
-    "CacheKey",
-    "CacheKeyByIdAndIndex",
-    "BlocksCacheKey",
-    "Cache",
-    "Placement",
-    "DataType",
-    "LLMException",
-    "LLMStatusCode",
-)
 
 
 @runtime_checkable

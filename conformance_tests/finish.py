@@ -25,6 +25,7 @@ from .reproducible import layouts_sha256, run_versions
 from .rows import plain, printable
 from .selection import WHY_DESELECTED, WHY_NOT_RUN, selection_problems
 from .shards import shard_reason
+from .spec.levels import BLOCKING_LEVELS
 
 if TYPE_CHECKING:
     from .spec import Spec
@@ -143,7 +144,7 @@ def clause_rows(state: State) -> list[dict[str, Any]]:
 
 
 def fallback_verdict(rows: list[dict[str, Any]], clauses: list[dict[str, Any]]) -> dict[str, Any]:
-    blocking = sorted({c for r in rows if r["level"] in ("must", "may") and r["outcome"] in ("failed", "error", "flaky")
+    blocking = sorted({c for r in rows if r["level"] in BLOCKING_LEVELS and r["outcome"] in ("failed", "error", "flaky")
                        for c in r["clauses"]})
     return {"certified": False, "label": "NOT CERTIFIED" if blocking else "PARTIAL",
             "kind": "not_certified" if blocking else "partial", "blocking": blocking}

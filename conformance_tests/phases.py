@@ -67,10 +67,16 @@ def _report_level(report: pytest.TestReport) -> str | None:
     return None
 
 
+def _level_blocks(report: pytest.TestReport) -> bool:
+    """Whether the test's level blocks a certification (a report without a level, not one of the kit's, does)."""
+    level = _report_level(report)
+    return level is None or Level(level).blocking
+
+
 def is_incompatible(report: pytest.TestReport) -> bool:
     """A should-level test whose check failed: reported as "incompatible", never as a failure."""
     return (report.when == "call" and report.failed and not hasattr(report, "wasxfail")
-            and _report_level(report) == Level.SHOULD.value and not is_setup_error(report))
+            and not _level_blocks(report) and not is_setup_error(report))
 
 
 def replayed_and_passed(call: pytest.CallInfo[Any] | None) -> bool:

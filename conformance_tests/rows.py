@@ -15,6 +15,7 @@ from typing import Any
 
 from .attempts import attempt_index, clear, settled, snapshot
 from .push_features import merge_stats
+from .spec.levels import BLOCKING_LEVELS
 
 #: the user property that carries a phase's row data
 PROPERTY = "push_cache_row"
@@ -49,7 +50,7 @@ def phase_outcome(rep: Any, level: str, message: str | None, setup_error: bool,
         return "error", f"setup error (not a verdict): {message or ''}"
     if rep.when == "call" and rep.failed and flaky and wasxfail is None:
         return "flaky", message
-    if rep.when == "call" and rep.failed and level == "should" and wasxfail is None:
+    if rep.when == "call" and rep.failed and level not in BLOCKING_LEVELS and wasxfail is None:
         return "incompatible", message
     if rep.when == "setup":
         if rep.failed:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from datawire.vocabulary import API_NAMES
+
 from . import exitcodes
-from .backend import API_NAMES, NODE_ATTRS, NODE_METHODS, missing_members
+from .backend import NODE_ATTRS, NODE_METHODS, missing_members
 from .context import RunContext
 from .errors import HarnessError
 from .oracle import diff

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TextIO
 
+from conformance_tests.exitcodes import USAGE_ERROR
 from conformance_tests.spec import LEVELS, Clause, Spec, SpecError, families, load_spec
 from conformance_tests.usage_parser import UsageParser
 
@@ -105,12 +106,12 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
     except SystemExit as exc:  # --help, or a bad option said in one line (usage_parser)
-        return int(exc.code) if isinstance(exc.code, int) else 2
+        return int(exc.code) if isinstance(exc.code, int) else USAGE_ERROR
     try:
         spec = load_spec(args.spec, release=args.release)
     except SpecError as exc:
         print(f"error: {exc}", file=err)
-        return 2
+        return USAGE_ERROR
     clauses = select(spec, args.level, args.family)
     if args.format == "json":
         text = render_json(spec, clauses)

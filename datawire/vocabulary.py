@@ -44,3 +44,11 @@ BUILTIN_KINDS = (
 KINDS = (LLM_EXCEPTION, *BUILTIN_KINDS)
 #: kind -> the builtin class, for the builtin kinds
 BUILTIN_CLASSES: dict[str, type[BaseException]] = {name: getattr(builtins, name) for name in BUILTIN_KINDS}
+
+#: names ``node.api`` offers that the tests build every argument from (the backend protocol's; the kit's smoke
+#: check requires each of them)
+API_NAMES = ("CacheDesc", "CacheKey", "CacheKeyByIdAndIndex", "BlocksCacheKey", "Cache", "Placement", "DataType",
+             LLM_EXCEPTION, STATUS_ENUM)
+#: every name of ``node.api`` a node host or the isolated kit hands on: the tests' names and those that set a node
+#: up (its role, its options, a link's peer); the ones that are neither an enum nor a value type cross as handles
+NODE_API_NAMES = (*API_NAMES, "LLMRole", "LLMConfig", "LLMClusterInfo")

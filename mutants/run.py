@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from conformance_tests.exitcodes import USAGE_ERROR
 from conformance_tests.report.model import LABEL_KIND
-from conformance_tests.spec import Spec, load_spec
+from conformance_tests.spec import Level, Spec, load_spec
 from mutants import reach
 from mutants.catalog import MUTANTS, Mutant
 from mutants.children import STOP_SIGNALS, Children, Stopped, raise_stopped, watch_parent
@@ -149,7 +150,7 @@ def judge(mutant: Mutant, report: dict[str, Any], result: Result, procedures: di
         result.status = "not_only_histories"
         result.detail = (f"killed by {' and '.join(result.killed_by)}: a clause test catches it, so it shows "
                          "nothing the histories add")
-    elif result.caught_by_target and (mutant.breaks == "should" or blocked):
+    elif result.caught_by_target and (not Level(mutant.breaks).blocking or blocked):
         result.status = "killed"
     elif result.caught_by_target:   # a must target failed, yet certified (e.g. an expectations file waived it)
         result.status = "survived"
@@ -219,12 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(filter(None, args.only.split(","))) - {m.name for m in MUTANTS}
     if unknown:
         print(f"error: unknown mutant(s) {sorted(unknown)}; known: {[m.name for m in MUTANTS]}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     spec = load_spec()
     problems = catalog_problems(chosen, {c.id: c.level for c in spec.clauses}, reach.spec_keys(spec))
     if problems:
         print("error: bad mutant catalog: " + "; ".join(problems), file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     if not args.focus:
         chosen = [replace(m, focus=()) for m in chosen]
     out = Path(args.out)

@@ -5,6 +5,7 @@ kit's backend protocol (docs/architecture.md) to the suite.
 * :mod:`nodehost.serve` - the node's side of the pipe (request loop, watchdog);
 * :mod:`nodehost.driver` - the node process for a vendor-API module, driven only through the vendor's
   public Python API (:mod:`nodehost.vendor_api` lists the names, with their sources in the facts sheet);
+* :mod:`nodehost.environment` - the environment every node process starts with;
 * :mod:`nodehost.memory` - memory accessors by address (host memory; NPU memory through pyACL);
 * :mod:`nodehost.wire` - what crosses the pipe: the project's data-only wire (:mod:`datawire`), Cache handles,
   exceptions as records;

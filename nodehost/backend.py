@@ -40,8 +40,11 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
+from datawire.vocabulary import NODE_API_NAMES
+
 from . import settings
 from .driver import node_main
+from .environment import NODE_ENV
 from .hosts import host
 from .memory import DEVICE_MEMORY_ENV, device_accessor_kind
 from .node_access import ProcessNode
@@ -57,12 +60,7 @@ from .vendor_api import CACHE_MANAGER
 from .wire import ParentCodec
 from .wire import proxy_class as cache_proxy_class
 
-#: defaults for the node processes' environment (NIXL/UCX on loopback, quiet); a value already set wins
-NODE_ENV = {"UCX_NET_DEVICES": "lo", "NIXL_LOG_LEVEL": "ERROR"}
 SPEC_VERSIONS = ["8.3.RC1.alpha003", "8.5.0", "9.0.0"]
-#: names node.api offers (the tests build every argument from them)
-API_NAMES = ("CacheDesc", "CacheKey", "CacheKeyByIdAndIndex", "BlocksCacheKey", "Cache", "Placement", "DataType",
-             "LLMException", "LLMStatusCode", "LLMConfig", "LLMRole", "LLMClusterInfo")
 
 
 class CacheManagerProxy:
@@ -345,7 +343,7 @@ class NodeHostBackend:
     @property
     def api(self) -> SimpleNamespace:
         mod = self.module
-        return SimpleNamespace(**{n: getattr(mod, n) for n in API_NAMES if hasattr(mod, n)})
+        return SimpleNamespace(**{n: getattr(mod, n) for n in NODE_API_NAMES if hasattr(mod, n)})
 
     def pool(self, where: str | None = None) -> NodePool | None:
         """The pool for nodes on host ``where`` (None: local ones); None when pooling is off."""

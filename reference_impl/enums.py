@@ -49,6 +49,3 @@ _ITEMSIZE: dict[DataType, int] = {
     DataType.DT_STRING: 16,
 }
 
-
-def dtype_size(data_type: DataType) -> int:
-    return _ITEMSIZE[data_type]

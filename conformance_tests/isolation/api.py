@@ -22,12 +22,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from datawire import Names, Opaque
-from datawire.vocabulary import BUILTIN_CLASSES, ENUMS, LLM_EXCEPTION, STATUS_ENUM
+from datawire.vocabulary import BUILTIN_CLASSES, ENUMS, LLM_EXCEPTION, NODE_API_NAMES, STATUS_ENUM
 
-from ..backend import API_NAMES
-
-#: the names of node.api the kit builds or hands on (the tests build their arguments from API_NAMES)
-KIT_API_NAMES = tuple(dict.fromkeys((*API_NAMES, "LLMRole", "LLMConfig", "LLMClusterInfo")))
+#: the names of node.api the kit builds or hands on (the tests build their arguments from API_NAMES): the wire's
+KIT_API_NAMES = NODE_API_NAMES
 
 #: the enum value types an enum member may have on the wire (any other value crosses as its repr)
 _PLAIN = (int, str, float, bytes, bool, type(None))

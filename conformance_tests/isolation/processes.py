@@ -172,12 +172,6 @@ def output_tail(log: IO[bytes] | None, lines: int) -> str:
     return ("; its output ended with:\n" + "\n".join(kept)) if kept else "; it wrote nothing"
 
 
-def pids_marked(token: str) -> list[int]:
-    """The live processes that carry a generation's mark (self-tests check that none is left)."""
-    mark = f"{MARK_ENV}={token}".encode()
-    return [p for p in _processes() if _marked(p, mark)]
-
-
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

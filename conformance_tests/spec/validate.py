@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 
 from .errors import SpecError, json_path, suggest
+from .levels import Level
 from .paths import schema
 from .value_language import ValueLanguageError, parse_value
 
@@ -275,7 +276,7 @@ def _check_refines(clause: Mapping[str, Any], target: str, clauses: list[dict[st
         yield where, f"refines names no clause: {target!r}{suggest(target, by_id)}"
         return
     refined = clauses[by_id[target]]
-    if clause["level"] == "should" and refined["level"] not in ("must", "may"):
+    if not Level(clause["level"]).blocking and not Level(refined["level"]).blocking:
         yield (where, f"a should clause must refine a must or may clause; {target} is "
                f"{refined['level']!r}")
         return
@@ -369,7 +370,7 @@ def _check_situations(clauses: list[dict[str, Any]], releases: list[str], raw: d
         situation = clause.get("history")
         if situation is None:
             continue
-        if clause["level"] == "should":
+        if not Level(clause["level"]).blocking:
             yield (json_path(*at, "history"), "a should clause cannot declare a history situation (histories judge "
                    "must and may promises; its refined clause declares it)")
         since, until = clause.get("since"), clause.get("until")

@@ -7,6 +7,6 @@ need it.
 
 from __future__ import annotations
 
-from .transport import NODE_ENV, nixl_available
+from .transport import NIXL_NODE_ENV, nixl_available
 
-__all__ = ["NODE_ENV", "nixl_available"]
+__all__ = ["NIXL_NODE_ENV", "nixl_available"]

@@ -18,19 +18,21 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-#: environment every node process sets before importing NIXL (loopback only, quiet logs)
+from nodehost.environment import NODE_ENV
+
+#: environment every node process sets before importing NIXL: the node host's (loopback only, quiet logs) and
 #: UCX_MEM_MMAP_HOOK_MODE=none: no mmap hooks (UCX patches mmap/munmap to invalidate its registration cache; installing
 #: them cost 0.42 s of CPU per NIXL agent, 0.02 s without, so a node process killed by a fault is replaced in a
 #: fraction of the time). Nothing here needs them: over loopback (tcp, shared memory, cma) a registration pins
 #: nothing to invalidate, and every region a node registers stays mapped until it is deregistered (arenas for the
 #: process's life, a cluster's segments until its reset)
-NODE_ENV = {"UCX_NET_DEVICES": "lo", "NIXL_LOG_LEVEL": "ERROR", "UCX_MEM_MMAP_HOOK_MODE": "none"}
+NIXL_NODE_ENV = {**NODE_ENV, "UCX_MEM_MMAP_HOOK_MODE": "none"}
 
 
 def apply_node_env(override: bool = True) -> None:
-    """Set NODE_ENV in this process; ``override=False`` keeps values already set (a node on another host
+    """Set NIXL_NODE_ENV in this process; ``override=False`` keeps values already set (a node on another host
     names its own network device)."""
-    for key, value in NODE_ENV.items():
+    for key, value in NIXL_NODE_ENV.items():
         if override:
             os.environ[key] = value
         else:
@@ -129,9 +131,6 @@ class NixlTransport:
     def cluster_regions(self) -> int:
         """Registrations the next reset ends (memory of the current cluster that is not an arena)."""
         return len(self._regs)
-
-    def peer_names(self) -> list[str]:
-        return sorted(self._peers)
 
     def reset(self) -> None:
         """Deregister every segment but the kept ones (the scratch buffer, the node's arenas, shared buffers still
