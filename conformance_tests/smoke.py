@@ -45,7 +45,9 @@ def smoke_check(run: RunContext, limit: float = SMOKE_LIMIT_S) -> str | None:
         missing_api = [n for n in API_NAMES if not hasattr(tb.api, n)]
         if missing_api:
             return f"node.api lacks {', '.join(missing_api)}"
-        roundtrip = diff(tb.src_data, tb.read_src(), "src") + diff(tb.dst_before, tb.read_dst(), "dst")
+        assert tb.src is not None
+        src_data, dst_before = tb.before["src"], tb.before["dst"]  # what the testbed wrote into them
+        roundtrip = diff(src_data, tb.read(tb.src), "src") + diff(dst_before, tb.read_dst(), "dst")
         if roundtrip:
             return f"read_tensor does not return what write_tensor wrote: {roundtrip[0]}"
         push = tb.call({})
@@ -55,8 +57,8 @@ def smoke_check(run: RunContext, limit: float = SMOKE_LIMIT_S) -> str | None:
         if outcome.exc is not None:
             return f"a valid push raised {describe_exception(outcome.exc)}: {push.code}"
         after = tb.read_dst()
-        if len(after) == len(tb.dst_before) and all(
-            a.size == b.size and bool((a == b).all()) for a, b in zip(after, tb.dst_before, strict=True)
+        if len(after) == len(dst_before) and all(
+            a.size == b.size and bool((a == b).all()) for a, b in zip(after, dst_before, strict=True)
         ):
             return f"a valid push returned but the destination reads back unchanged: {push.code}"
         return None

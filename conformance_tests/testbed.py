@@ -241,12 +241,6 @@ class Testbed:
     def make_cache(self, name: str, node_name: str, desc: CacheSpec, *, guard: bool = False) -> CacheInfo:
         return self.making.make_cache(name, node_name, desc, guard=guard)
 
-    def _alloc(self, name: str, node_name: str, placement: str, total: int) -> int:
-        return self.making.alloc(name, node_name, placement, total)
-
-    def _fill(self, info: CacheInfo, data_name: str, data: list[np.ndarray]) -> None:
-        self.making.fill(info, data_name, data)
-
     def fill_random(self, info: CacheInfo) -> list[np.ndarray]:
         return self.making.fill_random(info)
 
@@ -304,8 +298,7 @@ class Testbed:
 
     def call(self, args: Mapping[str, ValueExpr] | None = None, *, positional: bool = False,
              only_given: bool = False) -> Push:
-        """The baseline push with ``args`` overriding its call (:meth:`CallBuilder.values`), positional or by
-        keyword."""
+        """The baseline push, ``args`` overriding its call (:meth:`CallBuilder.values`), positional or by keyword."""
         push = self.baseline()
         return push.with_call(Call(self.calls.values(push, args, only_given=only_given), positional=positional))
 
@@ -339,18 +332,6 @@ class Testbed:
     def read_dst(self) -> list[np.ndarray]:
         assert self.dst is not None
         return self.read(self.dst)
-
-    def read_src(self) -> list[np.ndarray]:
-        assert self.src is not None
-        return self.read(self.src)
-
-    @property
-    def src_data(self) -> list[np.ndarray]:
-        return self.before.get("src", [])
-
-    @property
-    def dst_before(self) -> list[np.ndarray]:
-        return self.before.get("dst", [])
 
     # guard bands and freed memory (memory_watch.MemoryWatch), as the judges and the history bed call them
 

@@ -131,7 +131,7 @@ class HistoryBed(Testbed):
             offsets[tensor] = at
             at += layout.nbytes
         total = at + gaps[-1]
-        mem = self._step("alloc_memory", self._alloc, name, node.name, desc.placement, total)
+        mem = self._step("alloc_memory", self.making.alloc, name, node.name, desc.placement, total)
         self._step("write_memory", self.rec.invoke, None, nodev, "write_memory", Value(mem, f"{name}_mem"),
                    Value(np.full(total, GUARD, dtype=np.uint8), f"np.full({total}, {GUARD:#04x}, dtype=np.uint8)"))
         addrs = [mem + off for off in offsets]
@@ -147,7 +147,7 @@ class HistoryBed(Testbed):
         """Write the ``(num_tensors, nbytes)`` uint8 array that ``code`` builds into every tensor."""
         data = self.rec.let(f"{info.name}_data", code).obj
         rows = [np.ascontiguousarray(r) for r in data]
-        self._fill(info, f"{info.name}_data", rows)
+        self.making.fill(info, f"{info.name}_data", rows)
         return rows
 
     def free(self, name: str, *, registered: bool) -> None:
