@@ -4,6 +4,7 @@ against the testbed's nodes and caches."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 from .errors import step
@@ -12,41 +13,44 @@ from .spec.value_language import CacheIdRef, ClusterRef, KeyOf, Lit, ValueExpr
 from .values import DecodeContext, SpecValueError, Value, decode
 
 if TYPE_CHECKING:
+    from .judged_push import Push
     from .testbed import Testbed
 
 
 class CallBuilder:
-    """The push arguments of ``bed`` (and the extra caches a value names: a blocks cache per placement)."""
+    """The arguments of a push ``bed`` makes (and the extra caches a value names: a blocks cache per placement),
+    against the push's nodes and caches."""
 
     def __init__(self, bed: Testbed) -> None:
         self.bed = bed
         self.extra: dict[str, Value] = {}
 
-    def context(self, tnpl: int) -> DecodeContext:
-        bed = self.bed
-        assert bed.src is not None and bed.dst is not None
-        dst_id = int(getattr(bed.dst.cache, "cache_id", 0))
-        return DecodeContext(api=bed.api, num_layers=bed.src.num_tensors // tnpl, num_tensors=bed.src.num_tensors,
-                             batch_size=bed.src.batch, local_id=bed.local_id, remote_id=bed.remote_id,
+    def context(self, push: Push, tnpl: int) -> DecodeContext:
+        bed, src, dst = self.bed, push.src, push.dst
+        assert src is not None and dst is not None
+        dst_id = int(getattr(dst.cache, "cache_id", 0))
+        return DecodeContext(api=bed.api, num_layers=src.num_tensors // tnpl, num_tensors=src.num_tensors,
+                             batch_size=src.batch, local_id=bed.local_id, remote_id=bed.remote_id,
                              unlinked_id=max(bed.local_id, bed.remote_id) + 1, dst_cache_id=dst_id,
-                             unknown_cache_id=dst_id + 1000, cache_lookup=self.cache_value, dst_name=bed.dst.name)
+                             unknown_cache_id=dst_id + 1000, cache_lookup=partial(self.cache_value, push),
+                             dst_name=dst.name)
 
-    def cache_value(self, name: str, placement: str | None) -> Value:
-        bed = self.bed
+    def cache_value(self, push: Push, name: str, placement: str | None) -> Value:
+        bed, src = self.bed, push.src
         if name == "src":
-            assert bed.src is not None
-            return Value(bed.src.cache, "src")
+            assert src is not None
+            return Value(src.cache, "src")
         if name == "dst_remote_object":
-            assert bed.dst is not None
-            return Value(bed.dst.cache, bed.dst.name)
+            assert push.dst is not None
+            return Value(push.dst.cache, push.dst.name)
         if name == "blocks":
-            assert bed.src is not None
-            where = placement or bed.src.placement
+            assert src is not None
+            where = placement or src.placement
             key = f"blocks_{where}"
             if key not in self.extra:
-                desc = CacheSpec(bed.src.num_tensors, tuple(bed.src.shape), bed.src.data_type, where)
-                cache = step("allocate_blocks_cache", bed.rec.invoke, key, Value(bed.local, "local"),
-                             "cache_manager.allocate_blocks_cache", bed.desc_value("local", desc))
+                desc = CacheSpec(src.num_tensors, tuple(src.shape), src.data_type, where)
+                cache = step("allocate_blocks_cache", bed.rec.invoke, key, Value(push.local, push.local_name),
+                             "cache_manager.allocate_blocks_cache", bed.desc_value(push.local_name, desc))
                 self.extra[key] = Value(cache, key)
             return self.extra[key]
         raise SpecValueError(f"unknown cache {name!r}")
@@ -58,16 +62,17 @@ class CallBuilder:
         value = t.value if isinstance(t, Lit) else default
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
 
-    def values(self, args: Mapping[str, ValueExpr] | None = None, *, only_given: bool = False) -> dict[str, Value]:
-        """The baseline call (scenario ``call``) with ``args`` overriding it, resolved.  Baseline values are
-        passed only for parameters the release's signature has; ``only_given`` leaves out every parameter ``args``
-        does not name (except dst_cache_key and src_cache), so the callee's defaults apply."""
-        bed = self.bed
-        assert bed.dst is not None and bed.src is not None
+    def values(self, push: Push, args: Mapping[str, ValueExpr] | None = None, *,
+               only_given: bool = False) -> dict[str, Value]:
+        """The baseline call (scenario ``call``) of ``push`` with ``args`` overriding it, resolved.  Baseline
+        values are passed only for parameters the release's signature has; ``only_given`` leaves out every
+        parameter ``args`` does not name (except dst_cache_key and src_cache), so the callee's defaults apply."""
+        bed, src = self.bed, push.src
+        assert push.dst is not None and src is not None
         args = dict(args or {})
         base = {} if only_given else dict(bed.scenario.call)
         merged = {**base, **args}
-        ctx = self.context(self.tnpl_for(merged))
+        ctx = self.context(push, self.tnpl_for(merged))
         values: dict[str, Value] = {}
         if "dst_cache_key" in args:
             values["dst_cache_key"] = decode(args["dst_cache_key"], ctx)
@@ -76,7 +81,7 @@ class CallBuilder:
             batch = decode(merged.get("dst_batch_index", Lit(0)), ctx)
             values["dst_cache_key"] = decode(KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"),
                                                    CacheIdRef("dst"), Lit(batch.obj)), ctx)
-        values["src_cache"] = decode(args["src_cache"], ctx) if "src_cache" in args else Value(bed.src.cache, "src")
+        values["src_cache"] = decode(args["src_cache"], ctx) if "src_cache" in args else Value(src.cache, "src")
         for name in bed.all_params:
             if name in values:
                 continue

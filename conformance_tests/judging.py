@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from functools import singledispatch
 from typing import Any
 
+from .differences import Difference, Where
 from .errors import HarnessError
-from .observation import INSIDE, OUTSIDE, POSTCONDITIONS, WRITES, Observation
-from .oracle import NEITHER
+from .judged_push import Push
+from .observation import POSTCONDITIONS, WRITES, Observation
 from .push_features import classes, failure_class, merge
 from .spec.expect import AnyOf, Expectation, Raises, Succeeds, check_names
 from .testbed import Call, Outcome, Testbed, describe_exception
@@ -97,25 +98,25 @@ def _(expectation: AnyOf, obs: Observation) -> str | None:
 
 
 @singledispatch
-def effect_problems(expectation: Expectation, obs: Observation) -> list[str]:
+def effect_problems(expectation: Expectation, obs: Observation) -> list[Difference]:
     """Bytes the call changed where the expectation does not allow it (or left unwritten where it must write)."""
     raise ExpectationError(f"no judge for {expectation!r}")
 
 
 @effect_problems.register
-def _(expectation: Raises, obs: Observation) -> list[str]:
+def _(expectation: Raises, obs: Observation) -> list[Difference]:
     return WRITES[expectation.writes](obs)
 
 
 @effect_problems.register
-def _(expectation: Succeeds, obs: Observation) -> list[str]:
+def _(expectation: Succeeds, obs: Observation) -> list[Difference]:
     return POSTCONDITIONS[expectation.post](obs)
 
 
 @effect_problems.register
-def _(expectation: AnyOf, obs: Observation) -> list[str]:
+def _(expectation: AnyOf, obs: Observation) -> list[Difference]:
     """The side effects of the first alternative whose outcome matches and whose effects hold."""
-    problems: list[str] = []
+    problems: list[Difference] = []
     for alt in expectation.allowed:
         if outcome_problem(alt, obs) is None:
             problems = effect_problems(alt, obs)
@@ -156,10 +157,10 @@ _BYTE_CHECKED = ("exact", "returns_none", "targeted", "prefix")
 @repro_lines.register
 def _(expectation: Succeeds, clause_id: str, obs: Observation) -> list[str]:
     out = [f"assert outcome is None, f\"{clause_id}: expected success, got {{outcome!r}}\""]
-    tb, transfer = obs.tb, obs.transfer
-    if expectation.post not in _BYTE_CHECKED or transfer is None or tb.dst is None or tb.src is None:
+    src, dst, transfer = obs.src, obs.dst, obs.transfer
+    if expectation.post not in _BYTE_CHECKED or transfer is None or dst is None or src is None:
         return out
-    so, do, n = transfer.src_batch * tb.src.stride, transfer.dst_batch * tb.dst.stride, tb.src.stride
+    so, do, n = transfer.src_batch * src.stride, transfer.dst_batch * dst.stride, src.stride
     return out + [
         "expected = [d.copy() for d in dst_data]",
         f"for s, d in {transfer.tensor_pairs()!r}:  # (source tensor, destination tensor) the spec's data rule moves",
@@ -192,8 +193,9 @@ class ClauseFailure(AssertionError):
         self.clause_id = clause_id
 
 
-def fail(clause_id: str, label: str, call: Call | None, what: str, details: Sequence[str] = ()) -> None:
-    """Fail the test with a message that shows the clause, the example, the call and what differs."""
+def fail(clause_id: str, label: str, call: Push | Call | None, what: str, details: Sequence[object] = ()) -> None:
+    """Fail the test with a message that shows the clause, the example, the call (or the push making it) and what
+    differs (each detail as its text)."""
     __tracebackhide__ = True
     lines = [f"clause {clause_id} [{label}]\n  call: {call.code if call is not None else '-'}\n  {what}"]
     lines += [f"    {d}" for d in details[:DETAIL_LINES]]
@@ -202,12 +204,14 @@ def fail(clause_id: str, label: str, call: Call | None, what: str, details: Sequ
     raise ClauseFailure("\n".join(lines), clause_id)
 
 
-def judge(tb: Testbed, call: Call, outcome: Outcome, expectation: Expectation, clause_id: str, label: str,
+def judge(tb: Testbed, push: Push, outcome: Outcome, expectation: Expectation, clause_id: str, label: str,
           *, settle_until: float = 0.0) -> Observation:
-    """Check ``outcome`` and every side effect against ``expectation``; ``settle_until`` (monotonic time) is when
-    injected delays have fully passed, so a late write is seen.  Returns the observation (what it read)."""
+    """Check the ``outcome`` of ``push`` on ``tb`` and every side effect against ``expectation``; ``settle_until``
+    (monotonic time) is when injected delays have fully passed, so a late write is seen.  Returns the
+    observation (what it read)."""
     __tracebackhide__ = True
-    obs = Observation(tb, call, outcome)
+    call = push.call
+    obs = Observation(tb, push, outcome)
     tb.rec.verdict = repro_lines(expectation, clause_id, obs)
     if outcome.phase == "args":
         raise HarnessError("building the call's arguments through node.api", outcome.describe())
@@ -218,14 +222,14 @@ def judge(tb: Testbed, call: Call, outcome: Outcome, expectation: Expectation, c
     if wait > 0:
         time.sleep(wait)
     problem = outcome_problem(expectation, obs)
-    push = tb.run.counters.last_push
+    noted = tb.run.counters.last_push
     if problem:
-        _note_push(tb, push, failed_as=failure_class(push["returned"], False) if push else None)
+        _note_push(tb, noted, failed_as=failure_class(noted["returned"], False) if noted else None)
         fail(clause_id, label, call, problem, traceback_hint(outcome))
     problems = effect_problems(expectation, obs)
-    if push is not None:
-        wrong_slice = any(p.startswith(INSIDE) for p in problems)
-        _note_push(tb, push, failed_as=failure_class(push["returned"], wrong_slice) if problems else None,
+    if noted is not None:
+        wrong_slice = any(p.where is Where.TARGETED for p in problems)
+        _note_push(tb, noted, failed_as=failure_class(noted["returned"], wrong_slice) if problems else None,
                    slice_checked=bool(check_names(expectation) & SLICE_CHECKS))
     if problems:
         fail(clause_id, label, call, f"push_cache {outcome.describe()} as allowed ({expectation.describe()}), but "
@@ -249,27 +253,24 @@ def _note_push(tb: Testbed, push: dict[str, Any] | None, *, failed_as: str | Non
         merge(tb.run.counters.push_features.setdefault(cls, {}), push)
 
 
-def where_memory_is_wrong(problems: Sequence[str]) -> str:
+#: what a failure message says of differences where nothing may be written, by where they are (in this order)
+ELSEWHERE = ((Where.OUTSIDE, "bytes were written outside the targeted slices"),
+             (Where.GUARD, "guard bytes around a tensor changed"),
+             (Where.FREED, "freed memory changed"),
+             (Where.UNCHANGED, "memory that must stay unchanged changed"),
+             (Where.ENVELOPE, "destination bytes are neither their old value nor the pushed one"))
+
+
+def where_memory_is_wrong(problems: Sequence[Difference]) -> str:
     """What the differences say, in a few words: the targeted slice holds wrong bytes, and/or bytes changed
     where nothing may be written (elsewhere in the destination, another cache, a guard band, freed memory, the
     source)."""
-    inside = any(p.startswith(INSIDE) for p in problems)
-    elsewhere = [p for p in problems if not p.startswith(INSIDE)]
-    parts = []
-    if inside:
-        parts.append("the targeted slice holds wrong bytes")
-    if any(p.startswith(OUTSIDE) for p in elsewhere):
-        parts.append("bytes were written outside the targeted slices")
-    if any(p.startswith("guard bytes") for p in elsewhere):
-        parts.append("guard bytes around a tensor changed")
-    if any(p.startswith("freed memory") for p in elsewhere):
-        parts.append("freed memory changed")
-    if any("(must be unchanged)" in p for p in elsewhere):
-        parts.append("memory that must stay unchanged changed")
-    if any(NEITHER in p for p in elsewhere):
-        parts.append("destination bytes are neither their old value nor the pushed one")
-    named = (OUTSIDE, "guard bytes", "freed memory")
-    if any(not p.startswith(named) and "(must be unchanged)" not in p and NEITHER not in p for p in elsewhere):
+    # a destination read with other tensors or sizes than expected is no byte of the envelope: it is memory not
+    # as the clause requires
+    places = {Where.DESTINATION if p.where is Where.ENVELOPE and p.shape else p.where for p in problems}
+    parts = ["the targeted slice holds wrong bytes"] if Where.TARGETED in places else []
+    parts += [words for where, words in ELSEWHERE if where in places]
+    if places - {Where.TARGETED, *(where for where, _ in ELSEWHERE)}:
         parts.append("memory is not as the clause requires")
     return "; ".join(parts)
 

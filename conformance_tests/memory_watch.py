@@ -13,6 +13,7 @@ import numpy as np
 
 from .backend import call_each
 from .cache_making import GUARD
+from .differences import Difference, Where
 from .errors import HarnessError, describe_exception
 from .oracle import diff
 
@@ -38,15 +39,15 @@ class MemoryWatch:
         self.bed = bed
         self.span = span
 
-    def guard_violations(self) -> list[str]:
+    def guard_violations(self) -> list[Difference]:
         """Guard bands (around every tensor of every registered cache, live or freed) that changed."""
         return self.check_spans(self.guard_spans())
 
-    def freed_violations(self) -> list[str]:
+    def freed_violations(self) -> list[Difference]:
         """Freed memory (watched since it was freed) that changed."""
         return self.check_spans(self.freed_spans())
 
-    def memory_violations(self) -> list[str]:
+    def memory_violations(self) -> list[Difference]:
         """Guard bands and freed memory that changed, read together (one request per node)."""
         return self.check_spans(self.guard_spans() + self.freed_spans())
 
@@ -91,10 +92,10 @@ class MemoryWatch:
         return [self.span(f.info.node_name, a, f.info.nbytes, f"freed memory of {f.info.name}", f)
                 for f in bed.freed if f.before and f.info.node_name not in bed.dead for a in f.addrs]
 
-    def check_spans(self, spans: Sequence[Span]) -> list[str]:
+    def check_spans(self, spans: Sequence[Span]) -> list[Difference]:
         """Read every span (one request per node) and compare it: a guard band with the guard byte, freed memory
         with what it held when it was freed."""
-        out: list[str] = []
+        out: list[Difference] = []
         freed_now: dict[int, list[np.ndarray]] = {}
         for node_name, group in by_node(spans, lambda sp: sp.node_name).items():
             for sp, got in zip(group, self.read_many(node_name, [(sp.addr, sp.nbytes) for sp in group]),
@@ -102,13 +103,14 @@ class MemoryWatch:
                 if sp.freed is None:
                     bad = np.flatnonzero(got != GUARD)
                     if bad.size:
-                        out.append(f"guard bytes {sp.where} changed: {bad.size} of {sp.nbytes} bytes, first at "
-                                   f"guard offset {int(bad[0])} ({GUARD:#04x} -> {int(got[bad[0]]):#04x})")
+                        out.append(Difference(Where.GUARD, f"guard bytes {sp.where} changed: {bad.size} of "
+                                              f"{sp.nbytes} bytes, first at guard offset {int(bad[0])} "
+                                              f"({GUARD:#04x} -> {int(got[bad[0]]):#04x})"))
                 else:
                     freed_now.setdefault(id(sp.freed), []).append(got)
         for f in self.bed.freed:
             if id(f) in freed_now:
-                out += diff(f.before, freed_now[id(f)], f"freed memory of {f.info.name}")
+                out += diff(f.before, freed_now[id(f)], f"freed memory of {f.info.name}", where=Where.FREED)
         return out
 
     def read_many(self, node_name: str, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:

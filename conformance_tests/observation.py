@@ -11,14 +11,17 @@ from typing import Any
 import numpy as np
 
 from . import oracle
-from .testbed import Call, Outcome, Testbed
+from .differences import Difference, Where
+from .judged_push import Push
+from .testbed import CacheInfo, Call, Outcome, Testbed
 
 
 class Observation:
-    """One call's outcome plus lazy reads of everything it may have changed."""
+    """One push's outcome plus lazy reads of everything it may have changed (``push`` None: no push was made, and
+    nothing may have changed)."""
 
-    def __init__(self, tb: Testbed, call: Call | None, outcome: Outcome) -> None:
-        self.tb, self.call, self.outcome = tb, call, outcome
+    def __init__(self, tb: Testbed, push: Push | None, outcome: Outcome) -> None:
+        self.tb, self.push, self.outcome = tb, push, outcome
         self._after: dict[str, list[np.ndarray]] = {}
         self._transfer: Any = ...
         self._expected: dict[bool, list[np.ndarray]] = {}
@@ -47,34 +50,61 @@ class Observation:
         return dict(self._after)
 
     @property
+    def call(self) -> Call | None:
+        return self.push.call if self.push is not None else None
+
+    @property
+    def src(self) -> CacheInfo | None:
+        return self.push.src if self.push is not None else None
+
+    @property
+    def dst(self) -> CacheInfo | None:
+        return self.push.dst if self.push is not None else None
+
+    @property
+    def src_data(self) -> list[np.ndarray]:
+        """The source's bytes before the push."""
+        return self.tb.before.get(self.src.name, []) if self.src is not None else []
+
+    @property
+    def dst_before(self) -> list[np.ndarray]:
+        """The destination's bytes before the push."""
+        return self.tb.before.get(self.dst.name, []) if self.dst is not None else []
+
+    @property
     def transfer(self) -> oracle.Transfer | None:
         if self._transfer is ...:
-            src = self.tb.src
-            self._transfer = (oracle.plan(self.call.raw(), src.layout, self.tb.default_tnpl)
-                              if self.call is not None and src is not None else None)
+            call, src = self.call, self.src
+            self._transfer = (oracle.plan(call.raw(), src.layout, self.tb.default_tnpl)
+                              if call is not None and src is not None else None)
         return self._transfer
 
     def expected_dst(self, *, prefix: bool = False) -> list[np.ndarray]:
-        tb = self.tb
-        assert tb.src is not None and tb.dst is not None
+        src, dst = self.src, self.dst
+        assert src is not None and dst is not None
         if self.transfer is None:
-            return tb.dst_before
+            return self.dst_before
         if prefix not in self._expected:
-            self._expected[prefix] = oracle.expected_destination(tb.src_data, tb.dst_before, self.transfer,
-                                                                 tb.src.layout, tb.dst.layout, prefix=prefix)
+            self._expected[prefix] = oracle.expected_destination(self.src_data, self.dst_before, self.transfer,
+                                                                 src.layout, dst.layout, prefix=prefix)
         return self._expected[prefix]
 
-    def unchanged(self, *, skip: tuple[str, ...] = ()) -> list[str]:
+    def unchanged(self, *, skip: tuple[str, ...] = ()) -> list[Difference]:
         """Live caches (except ``skip``) that changed, guard bands that changed, freed regions that changed."""
         names = self.watched(skip=skip)
         self.prefetch(names)
-        out: list[str] = []
+        out: list[Difference] = []
         for name in names:
-            out += oracle.diff(self.tb.before[name], self.after(name), f"{name} (must be unchanged)")
+            out += must_keep(self.tb.before[name], self.after(name), name)
         return out + self.tb.memory_violations()
 
 
-Check = Callable[[Observation], list[str]]
+def must_keep(before: list[np.ndarray], after: list[np.ndarray], name: str) -> list[Difference]:
+    """How cache ``name``, which must keep its bytes, differs from what it held."""
+    return oracle.diff(before, after, f"{name} (must be unchanged)", where=Where.UNCHANGED, cache=name)
+
+
+Check = Callable[[Observation], list[Difference]]
 POSTCONDITIONS: dict[str, Check] = {}
 WRITES: dict[str, Check] = {}
 
@@ -87,126 +117,131 @@ def _register(table: dict[str, Check], name: str) -> Callable[[Check], Check]:
 
 
 def _dst_name(obs: Observation) -> str:
-    assert obs.tb.dst is not None
-    return obs.tb.dst.name
+    assert obs.dst is not None
+    return obs.dst.name
 
 
-#: how a difference names where it is: inside the slices the push targets, or anywhere else
+def _no_transfer(text: str) -> list[Difference]:
+    return [Difference(Where.CALL, text)]
+
+
+#: how a difference's text names where it is: inside the slices the push targets, or anywhere else
 INSIDE, OUTSIDE = "dst targeted slice", "dst outside the targeted slices"
 
 
-def _dst_split(obs: Observation, *, prefix: bool = False) -> list[str]:
-    """The destination's differences from the expected bytes, named by where they are: wrong bytes inside the
-    targeted slices, or bytes written outside them."""
-    tb = obs.tb
-    assert obs.transfer is not None and tb.src is not None and tb.dst is not None
-    obs.prefetch([tb.dst.name, *obs.watched()])  # the caller checks every other live cache next: one read
-    expected, got = obs.expected_dst(prefix=prefix), obs.after(tb.dst.name)
-    whole = oracle.diff(expected, got, "dst")
-    if not whole or any(line.startswith("dst:") or "bytes, read" in line for line in whole):
+def _dst_split(obs: Observation, *, prefix: bool = False) -> list[Difference]:
+    """The destination's differences from the expected bytes, placed: wrong bytes inside the targeted slices, or
+    bytes written outside them."""
+    src, dst = obs.src, obs.dst
+    assert obs.transfer is not None and src is not None and dst is not None
+    obs.prefetch([dst.name, *obs.watched()])  # the caller checks every other live cache next: one read
+    expected, got = obs.expected_dst(prefix=prefix), obs.after(dst.name)
+    whole = oracle.diff(expected, got, "dst", cache=dst.name)
+    if not whole or any(d.shape for d in whole):
         return whole  # equal, or not even the same tensors: nothing to place
-    mask = oracle.targeted_mask(obs.transfer, tb.src.layout, tb.dst.layout, prefix=prefix)
-    return (oracle.diff(expected, got, INSIDE, mask=mask)
-            + oracle.diff(expected, got, OUTSIDE, mask=[~m for m in mask]))
+    mask = oracle.targeted_mask(obs.transfer, src.layout, dst.layout, prefix=prefix)
+    return (oracle.diff(expected, got, INSIDE, mask=mask, where=Where.TARGETED, cache=dst.name)
+            + oracle.diff(expected, got, OUTSIDE, mask=[~m for m in mask], where=Where.OUTSIDE, cache=dst.name))
 
 
 @_register(POSTCONDITIONS, "exact")
-def _exact(obs: Observation) -> list[str]:
+def _exact(obs: Observation) -> list[Difference]:
     if obs.transfer is None:
-        return ["the call's arguments describe no transfer, so no postcondition can hold"]
+        return _no_transfer("the call's arguments describe no transfer, so no postcondition can hold")
     return _dst_split(obs) + obs.unchanged(skip=(_dst_name(obs),))
 
 
 @_register(POSTCONDITIONS, "returns_none")
-def _returns_none(obs: Observation) -> list[str]:
-    extra = [] if obs.outcome.result is None else [
-        f"push_cache returned {obs.outcome.result!r}; the documentation says it returns nothing (None)"]
+def _returns_none(obs: Observation) -> list[Difference]:
+    extra = [] if obs.outcome.result is None else _no_transfer(
+        f"push_cache returned {obs.outcome.result!r}; the documentation says it returns nothing (None)")
     return extra + _exact(obs)
 
 
 @_register(POSTCONDITIONS, "prefix")
-def _prefix(obs: Observation) -> list[str]:
+def _prefix(obs: Observation) -> list[Difference]:
     if obs.transfer is None:
-        return ["the call's arguments describe no transfer, so no postcondition can hold"]
+        return _no_transfer("the call's arguments describe no transfer, so no postcondition can hold")
     return _dst_split(obs, prefix=True) + obs.unchanged(skip=(_dst_name(obs),))
 
 
 @_register(POSTCONDITIONS, "unchanged")
-def _unchanged(obs: Observation) -> list[str]:
+def _unchanged(obs: Observation) -> list[Difference]:
     return obs.unchanged()
 
 
-def _masked(obs: Observation, targeted: bool) -> list[str]:
-    tb = obs.tb
-    assert tb.src is not None and tb.dst is not None
+def _masked(obs: Observation, targeted: bool) -> list[Difference]:
+    src, dst = obs.src, obs.dst
+    assert src is not None and dst is not None
     if obs.transfer is None:
-        return ["the call's arguments describe no transfer"]
-    mask = oracle.targeted_mask(obs.transfer, tb.src.layout, tb.dst.layout)
+        return _no_transfer("the call's arguments describe no transfer")
+    mask = oracle.targeted_mask(obs.transfer, src.layout, dst.layout)
     keep = mask if targeted else [~m for m in mask]
-    label = "dst targeted slice" if targeted else "dst outside the targeted slices"
-    return oracle.diff(obs.expected_dst(), obs.after(tb.dst.name), label, mask=keep)
+    label, where = (INSIDE, Where.TARGETED) if targeted else (OUTSIDE, Where.OUTSIDE)
+    return oracle.diff(obs.expected_dst(), obs.after(dst.name), label, mask=keep, where=where, cache=dst.name)
 
 
 @_register(POSTCONDITIONS, "targeted")
-def _targeted(obs: Observation) -> list[str]:
+def _targeted(obs: Observation) -> list[Difference]:
     return _masked(obs, True)
 
 
 @_register(POSTCONDITIONS, "untouched")
-def _untouched(obs: Observation) -> list[str]:
-    tb = obs.tb
-    assert tb.src is not None
-    others = [n for n in tb.before if n not in (tb.src.name, _dst_name(obs)) and n in tb.caches]
+def _untouched(obs: Observation) -> list[Difference]:
+    tb, src = obs.tb, obs.src
+    assert src is not None
+    others = [n for n in tb.before if n not in (src.name, _dst_name(obs)) and n in tb.caches]
     obs.prefetch([_dst_name(obs), *others])
     out = _masked(obs, False)
     for name in others:
-        out += oracle.diff(tb.before[name], obs.after(name), f"{name} (must be unchanged)")
+        out += must_keep(tb.before[name], obs.after(name), name)
     return out + tb.freed_violations()
 
 
 @_register(POSTCONDITIONS, "source")
-def _source(obs: Observation) -> list[str]:
-    tb = obs.tb
-    assert tb.src is not None
-    return oracle.diff(tb.src_data, obs.after(tb.src.name), "src (must be unchanged)")
+def _source(obs: Observation) -> list[Difference]:
+    src = obs.src
+    assert src is not None
+    return oracle.diff(obs.src_data, obs.after(src.name), "src (must be unchanged)", where=Where.UNCHANGED,
+                       cache=src.name)
 
 
 @_register(POSTCONDITIONS, "confined")
-def _confined(obs: Observation) -> list[str]:
+def _confined(obs: Observation) -> list[Difference]:
     """Success confined to the targeted slices: what they hold is not judged (the input means nothing the
     documentation defines there), everything else is: ``untouched``, ``source`` and ``guards`` together."""
     return _untouched(obs) + _source(obs) + obs.tb.guard_violations()
 
 
 @_register(POSTCONDITIONS, "guards")
-def _guards(obs: Observation) -> list[str]:
+def _guards(obs: Observation) -> list[Difference]:
     return obs.tb.memory_violations()
 
 
 @_register(POSTCONDITIONS, "conforms")
-def _conforms(obs: Observation) -> list[str]:
+def _conforms(obs: Observation) -> list[Difference]:
     return []  # the clause's procedure makes its own check
 
 
 @_register(WRITES, "none")
-def _writes_none(obs: Observation) -> list[str]:
+def _writes_none(obs: Observation) -> list[Difference]:
     return obs.unchanged()
 
 
 @_register(WRITES, "valid_layers")
-def _writes_valid_layers(obs: Observation) -> list[str]:
-    if obs.tb.dst is None or obs.transfer is None:
+def _writes_valid_layers(obs: Observation) -> list[Difference]:
+    if obs.dst is None or obs.transfer is None:
         return obs.unchanged()
     dst = _dst_name(obs)
     obs.prefetch([dst, *obs.watched()])
-    return (oracle.outside_envelope(obs.tb.dst_before, obs.expected_dst(), obs.after(dst), "dst")
+    return (oracle.outside_envelope(obs.dst_before, obs.expected_dst(), obs.after(dst), "dst", cache=dst)
             + obs.unchanged(skip=(dst,)))
 
 
 @_register(WRITES, "valid_layers_pushed")
-def _writes_valid_layers_pushed(obs: Observation) -> list[str]:
-    if obs.tb.dst is None or obs.transfer is None:
+def _writes_valid_layers_pushed(obs: Observation) -> list[Difference]:
+    if obs.dst is None or obs.transfer is None:
         return obs.unchanged()
     dst = _dst_name(obs)
     obs.prefetch([dst, *obs.watched()])
-    return oracle.diff(obs.expected_dst(), obs.after(dst), "dst") + obs.unchanged(skip=(dst,))
+    return oracle.diff(obs.expected_dst(), obs.after(dst), "dst", cache=dst) + obs.unchanged(skip=(dst,))

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .differences import Difference, Where
+
 #: caches up to this many bytes are compared in one step when they are as expected
 FAST_PATH_BYTES = 1 << 20
 
@@ -115,9 +117,10 @@ def _hex(a: np.ndarray, start: int, n: int = 16) -> str:
 
 
 def diff(expected: Sequence[np.ndarray], got: Sequence[np.ndarray], what: str,
-         mask: Sequence[np.ndarray] | None = None) -> list[str]:
-    """Differences as text (tensor, first differing offset, expected vs got, count); ``mask`` limits the
-    comparison to the True bytes."""
+         mask: Sequence[np.ndarray] | None = None, *, where: Where = Where.DESTINATION,
+         cache: str | None = None) -> list[Difference]:
+    """Differences (tensor, first differing offset, expected vs got, count), each named ``what`` in its text and
+    placed ``where`` in ``cache``; ``mask`` limits the comparison to the True bytes."""
     if mask is None and len(expected) == len(got):
         if all(e is g for e, g in zip(expected, got, strict=True)):
             return []  # the very arrays (a large cache whose windows matched what was expected)
@@ -127,10 +130,11 @@ def diff(expected: Sequence[np.ndarray], got: Sequence[np.ndarray], what: str,
             return []  # the usual case, in one comparison: every tensor as expected
     out = []
     if len(expected) != len(got):
-        out.append(f"{what}: expected {len(expected)} tensors, read {len(got)}")
+        out.append(Difference(where, f"{what}: expected {len(expected)} tensors, read {len(got)}", cache, shape=True))
     for i, (e, g) in enumerate(zip(expected, got, strict=False)):
         if e.size != g.size:
-            out.append(f"{what} tensor {i}: expected {e.size} bytes, read {g.size}")
+            out.append(Difference(where, f"{what} tensor {i}: expected {e.size} bytes, read {g.size}", cache,
+                                  shape=True))
             continue
         bad = e != g
         if mask is not None:
@@ -138,8 +142,8 @@ def diff(expected: Sequence[np.ndarray], got: Sequence[np.ndarray], what: str,
         idx = np.flatnonzero(bad)
         if idx.size:
             first = int(idx[0])
-            out.append(f"{what} tensor {i}: {idx.size} of {e.size} bytes differ, first at offset {first}: "
-                       f"expected {_hex(e, first)} got {_hex(g, first)}")
+            out.append(Difference(where, f"{what} tensor {i}: {idx.size} of {e.size} bytes differ, first at offset "
+                                         f"{first}: expected {_hex(e, first)} got {_hex(g, first)}", cache))
     return out
 
 
@@ -148,17 +152,19 @@ NEITHER = "are neither the previous nor the pushed value"
 
 
 def outside_envelope(before: Sequence[np.ndarray], full: Sequence[np.ndarray], got: Sequence[np.ndarray],
-                     what: str) -> list[str]:
+                     what: str, cache: str | None = None) -> list[Difference]:
     """Bytes that are neither their previous value nor what the complete push writes (a partial push is fine,
     a corrupted byte is not)."""
     out = []
     for i, (b, f, g) in enumerate(zip(before, full, got, strict=False)):
         if g.size != b.size:
-            out.append(f"{what} tensor {i}: read {g.size} bytes, expected {b.size}")
+            out.append(Difference(Where.ENVELOPE, f"{what} tensor {i}: read {g.size} bytes, expected {b.size}", cache,
+                                  shape=True))
             continue
         idx = np.flatnonzero((g != b) & (g != f))
         if idx.size:
             first = int(idx[0])
-            out.append(f"{what} tensor {i}: {idx.size} bytes {NEITHER}, first "
-                       f"at offset {first}: previous {_hex(b, first)} / pushed {_hex(f, first)} got {_hex(g, first)}")
+            out.append(Difference(Where.ENVELOPE, f"{what} tensor {i}: {idx.size} bytes {NEITHER}, first at offset "
+                                  f"{first}: previous {_hex(b, first)} / pushed {_hex(f, first)} got {_hex(g, first)}",
+                                  cache))
     return out

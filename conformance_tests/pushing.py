@@ -12,7 +12,8 @@ from .isolation.executor import BackendLost
 from .push_features import features
 
 if TYPE_CHECKING:
-    from .testbed import CacheInfo, Call, Outcome, Testbed
+    from .judged_push import Push
+    from .testbed import CacheInfo, Outcome, Testbed
 
 
 def layout_key(*infos: CacheInfo | None) -> str:
@@ -29,27 +30,30 @@ class Pusher:
         self.bed = bed
         self.outcome = outcome
 
-    def push(self, call: Call, *, bound: float | None = 30.0) -> Outcome:
-        """Run push_cache once (logged as the call under test); with ``bound`` a hang becomes an Outcome."""
-        bed = self.bed
+    def push(self, push: Push, *, bound: float | None = 30.0) -> Outcome:
+        """Run push_cache once as ``push`` aims it (logged as the call under test); with ``bound`` a hang becomes
+        an Outcome."""
+        bed, call = self.bed, push.call
+        assert call is not None, "a push is made with its arguments"
         bed.rec.lines += ["try:", f"    result = {call.code}", "except Exception as exc:  # noqa: BLE001",
                           "    outcome = exc", "else:", "    outcome = None"]
         counters = bed.run.counters
         counters.push_calls += 1
-        counters.layouts.add(layout_key(bed.src, bed.dst))
-        counters.coverage |= push_keys(bed.run.spec, bed.run.signature, call, bed.src, bed.dst)
+        counters.layouts.add(layout_key(push.src, push.dst))
+        counters.coverage |= push_keys(bed.run.spec, bed.run.signature, call, push.src, push.dst)
         start = time.monotonic()
         try:
             posargs, kwargs = call.build()
         except Exception as exc:  # noqa: BLE001 - building a key may raise; that is part of the outcome
             return self.outcome(exc, time.monotonic() - start, phase="args", started=start)
-        outcome = self.call_push(posargs, kwargs, bound, start)
-        self.record(call, outcome)
+        outcome = self.call_push(push.local, posargs, kwargs, bound, start)
+        self.record(push, outcome)
         return outcome
 
-    def call_push(self, posargs: list[Any], kwargs: dict[str, Any], bound: float | None, start: float) -> Outcome:
+    def call_push(self, local: Any, posargs: list[Any], kwargs: dict[str, Any], bound: float | None,
+                  start: float) -> Outcome:
         made = self.outcome
-        fn = self.bed.local.cache_manager.push_cache
+        fn = local.cache_manager.push_cache
         try:
             if bound is None:
                 result = fn(*posargs, **kwargs)
@@ -67,9 +71,10 @@ class Pusher:
             return made(exc, time.monotonic() - start, started=start)
         return made(None, time.monotonic() - start, result=result, started=start)
 
-    def record(self, call: Call, outcome: Outcome) -> None:
+    def record(self, push: Push, outcome: Outcome) -> None:
         """The push's features, for the likely-cause analysis (the judge says which class they count in)."""
         bed = self.bed
-        push = features(call.raw(), bed.src, bed.dst, bed.default_tnpl)
-        push["returned"] = outcome.exc is None and not outcome.hung
-        bed.run.counters.last_push = push
+        assert push.call is not None
+        noted = features(push.call.raw(), push.src, push.dst, bed.default_tnpl)
+        noted["returned"] = outcome.exc is None and not outcome.hung
+        bed.run.counters.last_push = noted

@@ -47,20 +47,22 @@ def smoke_check(run: RunContext, limit: float = SMOKE_LIMIT_S) -> str | None:
         missing_api = [n for n in API_NAMES if not hasattr(tb.api, n)]
         if missing_api:
             return f"node.api lacks {', '.join(missing_api)}"
-        roundtrip = diff(tb.src_data, tb.read_src(), "src") + diff(tb.dst_before, tb.read_dst(), "dst")
+        assert tb.src is not None
+        src_data, dst_before = tb.before["src"], tb.before["dst"]  # what the testbed wrote into them
+        roundtrip = diff(src_data, tb.read(tb.src), "src") + diff(dst_before, tb.read_dst(), "dst")
         if roundtrip:
             return f"read_tensor does not return what write_tensor wrote: {roundtrip[0]}"
-        call = tb.call({})
-        outcome = tb.push(call, bound=limit)
+        push = tb.call({})
+        outcome = tb.push(push, bound=limit)
         if outcome.hung:
-            return f"a valid push did not return within {limit:.0f}s: {call.code}"
+            return f"a valid push did not return within {limit:.0f}s: {push.code}"
         if outcome.exc is not None:
-            return f"a valid push raised {describe_exception(outcome.exc)}: {call.code}"
+            return f"a valid push raised {describe_exception(outcome.exc)}: {push.code}"
         after = tb.read_dst()
-        if len(after) == len(tb.dst_before) and all(
-            a.size == b.size and bool((a == b).all()) for a, b in zip(after, tb.dst_before, strict=True)
+        if len(after) == len(dst_before) and all(
+            a.size == b.size and bool((a == b).all()) for a, b in zip(after, dst_before, strict=True)
         ):
-            return f"a valid push returned but the destination reads back unchanged: {call.code}"
+            return f"a valid push returned but the destination reads back unchanged: {push.code}"
         return None
     except Exception as exc:  # noqa: BLE001 - anything here is an adapter problem
         return f"{describe_exception(exc)} during the smoke check"

@@ -21,7 +21,9 @@ from .backend import call_each, capability_supported
 from .cache_making import GUARD, GUARD_BYTES, SENTINEL, CacheMaker
 from .call_building import CallBuilder
 from .context import RunContext
+from .differences import Difference
 from .errors import HarnessError, describe_exception, step
+from .judged_push import Push
 from .memory_watch import MemoryWatch, by_node
 from .oracle import CacheLayout
 from .pushing import Pusher
@@ -210,6 +212,21 @@ class Testbed:
     def node(self, node_name: str) -> Any:
         return self.local if node_name == "local" else self.remote
 
+    def aimed(self, local_name: str, remote_name: str, src: CacheInfo | None, dst: CacheInfo | None,
+              call: Call | None = None) -> Push:
+        """The push node ``local_name`` makes from ``src`` into ``dst`` on node ``remote_name``."""
+        return Push(local_name, remote_name, self.node(local_name), self.node(remote_name), src, dst, call)
+
+    def baseline(self) -> Push:
+        """The push the testbed was set up for: from ``src`` on the local node into ``dst`` on the remote."""
+        return self.aimed("local", "remote", self.src, self.dst)
+
+    def renew_dst(self, name: str) -> CacheInfo:
+        """A new destination ``name`` on the remote node, sentinel-filled: the baseline push's from now on."""
+        self.dst = self.make_cache(name, "remote", self.scenario.dst, guard=self.want_guard)
+        self.fill_sentinel(self.dst)
+        return self.dst
+
     def can_register(self) -> bool:
         return bool(self.caps.get("raw_memory")) and bool(self.caps.get("register_cache"))
 
@@ -223,12 +240,6 @@ class Testbed:
 
     def make_cache(self, name: str, node_name: str, desc: CacheSpec, *, guard: bool = False) -> CacheInfo:
         return self.making.make_cache(name, node_name, desc, guard=guard)
-
-    def _alloc(self, name: str, node_name: str, placement: str, total: int) -> int:
-        return self.making.alloc(name, node_name, placement, total)
-
-    def _fill(self, info: CacheInfo, data_name: str, data: list[np.ndarray]) -> None:
-        self.making.fill(info, data_name, data)
 
     def fill_random(self, info: CacheInfo) -> list[np.ndarray]:
         return self.making.fill_random(info)
@@ -286,12 +297,14 @@ class Testbed:
     # ------------------------------------------------------------------------------------------ the call
 
     def call(self, args: Mapping[str, ValueExpr] | None = None, *, positional: bool = False,
-             only_given: bool = False) -> Call:
-        """The baseline call with ``args`` overriding it (:meth:`CallBuilder.values`), positional or by keyword."""
-        return Call(self.calls.values(args, only_given=only_given), positional=positional)
+             only_given: bool = False) -> Push:
+        """The baseline push, ``args`` overriding its call (:meth:`CallBuilder.values`), positional or by keyword."""
+        push = self.baseline()
+        return push.with_call(Call(self.calls.values(push, args, only_given=only_given), positional=positional))
 
-    def push(self, call: Call, *, bound: float | None = 30.0) -> Outcome:
-        return self.pusher.push(call, bound=bound)
+    def push(self, push: Push, *, bound: float | None = 30.0) -> Outcome:
+        """Make ``push`` (its arguments built); with ``bound`` a hang becomes an Outcome."""
+        return self.pusher.push(push, bound=bound)
 
     # ------------------------------------------------------------------------------------------ observations
 
@@ -320,18 +333,6 @@ class Testbed:
         assert self.dst is not None
         return self.read(self.dst)
 
-    def read_src(self) -> list[np.ndarray]:
-        assert self.src is not None
-        return self.read(self.src)
-
-    @property
-    def src_data(self) -> list[np.ndarray]:
-        return self.before.get("src", [])
-
-    @property
-    def dst_before(self) -> list[np.ndarray]:
-        return self.before.get("dst", [])
-
     # guard bands and freed memory (memory_watch.MemoryWatch), as the judges and the history bed call them
 
     def read_many(self, node_name: str, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
@@ -340,13 +341,13 @@ class Testbed:
     def watch_freed(self) -> None:
         self.memory.watch_freed()
 
-    def guard_violations(self) -> list[str]:
+    def guard_violations(self) -> list[Difference]:
         return self.memory.guard_violations()
 
-    def freed_violations(self) -> list[str]:
+    def freed_violations(self) -> list[Difference]:
         return self.memory.freed_violations()
 
-    def memory_violations(self) -> list[str]:
+    def memory_violations(self) -> list[Difference]:
         return self.memory.memory_violations()
 
     def repro(self, header: str = "") -> str:

@@ -9,11 +9,12 @@ import pytest
 
 from ..context import RunContext
 from ..errors import HarnessError
+from ..judged_push import Push
 from ..judging import fail, judge
 from ..observation import Observation
 from ..spec import Case, Clause, Raises
 from ..spec.model import Fault, FirstPush
-from ..testbed import Call, Outcome, Testbed
+from ..testbed import Outcome, Testbed
 from .common import opened, per_call_bound, require, sync_timeout_s
 from .registry import Item, case_items, procedure
 from .steps import STEPS
@@ -46,12 +47,12 @@ def run_call(run: RunContext, clause: Clause, item: Item) -> None:
             tb.inject(fault)
         delay = sum(f.seconds or 0.0 for f in scenario.faults)
         budget = sync_timeout_s(scenario)
-        call = tb.call(case.args, positional=style == "positional", only_given=style == "only_given")
+        push = tb.call(case.args, positional=style == "positional", only_given=style == "only_given")
         extra = FAULT_BOUND_FACTOR * (delay + budget) if scenario.faults else 0.0
-        outcome = tb.push(call, bound=per_call_bound(run, extra=extra))
+        outcome = tb.push(push, bound=per_call_bound(run, extra=extra))
         if scenario.faults and outcome.exc is not None and isinstance(case.expect, Raises):
-            raised_in_time(tb, call, outcome, budget, clause.id, case.name)
-        judge(tb, call, outcome, case.expect, clause.id, case.name, settle_until=outcome.started + delay + SETTLE_S)
+            raised_in_time(tb, push, outcome, budget, clause.id, case.name)
+        judge(tb, push, outcome, case.expect, clause.id, case.name, settle_until=outcome.started + delay + SETTLE_S)
 
 
 def refused_first(run: RunContext, tb: Testbed, first: FirstPush) -> None:
@@ -61,11 +62,11 @@ def refused_first(run: RunContext, tb: Testbed, first: FirstPush) -> None:
     for fault in faults:
         tb.inject(fault)
     delay = sum(f.seconds or 0.0 for f in faults)
-    call = tb.call(first.args)
+    push = tb.call(first.args)
     extra = FAULT_BOUND_FACTOR * (delay + sync_timeout_s(tb.scenario)) if faults else 0.0
-    outcome = tb.push(call, bound=per_call_bound(run, extra=extra))
+    outcome = tb.push(push, bound=per_call_bound(run, extra=extra))
     if outcome.exc is None or outcome.hung:
-        raise HarnessError("the case's first push (which must be refused)", f"{outcome.describe()}: {call.code}")
+        raise HarnessError("the case's first push (which must be refused)", f"{outcome.describe()}: {push.code}")
     settle = outcome.started + delay + SETTLE_S - time.monotonic()
     if settle > 0:
         time.sleep(settle)  # a late write of the refused push lands before the call under test, not during it
@@ -74,12 +75,12 @@ def refused_first(run: RunContext, tb: Testbed, first: FirstPush) -> None:
     tb.before["dst"] = tb.read_dst()
 
 
-def raised_in_time(tb: Testbed, call: Call, outcome: Outcome, budget: float, clause_id: str, label: str) -> None:
+def raised_in_time(tb: Testbed, push: Push, outcome: Outcome, budget: float, clause_id: str, label: str) -> None:
     """A timeout comes when sync_kv_timeout expires: at most one timeout per layer, plus scheduling slack."""
     __tracebackhide__ = True
-    transfer = Observation(tb, call, outcome).transfer
+    transfer = Observation(tb, push, outcome).transfer
     layers = max(1, len(transfer.src_layers)) if transfer is not None else 1
     limit = layers * budget + TIMEOUT_SLACK_S
     if outcome.seconds > limit:
-        fail(clause_id, label, call, f"push_cache raised only after {outcome.seconds:.2f}s; with sync_kv_timeout "
+        fail(clause_id, label, push, f"push_cache raised only after {outcome.seconds:.2f}s; with sync_kv_timeout "
              f"{budget * 1000:.0f} ms and {layers} layer(s) it should raise within {limit:.1f}s")

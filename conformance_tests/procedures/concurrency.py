@@ -5,27 +5,19 @@ wrote)."""
 
 from __future__ import annotations
 
-import threading
-from typing import Any
-
-import numpy as np
-
-from .. import oracle
 from ..context import RunContext
 from ..coverage.measure import group_keys, relations
-from ..judging import effect_problems, fail, outcome_problem
-from ..observation import Observation
+from ..judging import fail
 from ..spec import CacheSpec, Clause
-from ..testbed import CacheInfo, Call, Outcome
+from ..testbed import CacheInfo, Call
 from ..values import Deferred, Value
+from .at_once import judge_each, others_into_own, push_at_once
 from .common import per_call_bound, require
 from .histories.bed import HistoryBed
 from .histories.world import NodeState
 from .registry import Item, procedure
 from .relation_topology import PushSlot, node_names, pushes_for, slots
 
-#: how long the threads wait for each other at the start line
-BARRIER_S = 10
 #: the relation of the spec's first concurrent test, where the spec names no relations
 DISTINCT_CACHES = {"name": "check", "source_node": "same", "destination_node": "same", "destination_cache": "different"}
 
@@ -84,50 +76,26 @@ def _run(run: RunContext, clause: Clause, bed: HistoryBed, plan: list[PushSlot],
     for link in dict.fromkeys((p.client, p.server) for p in plan):
         bed.link_nodes(nodes[link[0]], nodes[link[1]])
     calls = [_call(bed, nodes[p.server], caches[p.src], caches[p.dst], p, k) for k, p in enumerate(plan)]
+    pushes = [bed.aimed(p.client, p.server, caches[p.src], caches[p.dst], c) for p, c in zip(plan, calls, strict=True)]
     n = len(plan)
-    results: list[Any] = [None] * n
-    barrier = threading.Barrier(n)
-    fns = [bed.nodes[p.client].cache_manager.push_cache for p in plan]
-
-    def push(i: int) -> None:
-        args, kwargs = calls[i].build()
-        barrier.wait(timeout=BARRIER_S)
-        try:
-            fns[i](*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - the outcome under test
-            results[i] = exc
-
-    bed.rec.comment(f"{n} threads at once (the script makes them in turn):")
-    for p, c in zip(plan, calls, strict=True):
-        bed.rec.lines += [f"local = {p.client}", c.code]
-    workers = [threading.Thread(target=push, args=(i,), daemon=True) for i in range(n)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join(per_call_bound(run))
-    hung = [i for i, t in enumerate(workers) if t.is_alive()]
+    outcomes, hung = push_at_once(bed, pushes, per_call_bound(run))
     assert not hung, f"clause {clause.id}: concurrent pushes {hung} did not return (hang)"
     run.counters.push_calls += n
     run.counters.coverage |= group_keys(run.spec, run.signature, [
         (c, caches[p.src], caches[p.dst], {"source_node": p.client, "destination_node": p.server,
                                            "destination_cache": p.dst}) for p, c in zip(plan, calls, strict=True)])
-    before = {name: bed.before[name] for name in caches}
-    for i, p in enumerate(plan):
-        bed.local, bed.remote = bed.nodes[p.client], bed.nodes[p.server]
-        bed.src, bed.dst = caches[p.src], caches[p.dst]
-        # the other pushes into this cache as the oracle writes them (their entries are disjoint): judged over them
-        landed = [(c, caches[q.src]) for j, (q, c) in enumerate(zip(plan, calls, strict=True))
-                  if j != i and q.dst == p.dst and results[j] is None]
-        bed.before[p.dst] = _landed(bed, before[p.dst], landed, caches[p.dst])
-        others = tuple(q.dst for q in plan if q.dst != p.dst)
-        obs = Observation(bed, calls[i], Outcome(results[i], 0.0))
-        problem = outcome_problem(clause.expect, obs)
-        if problem:
-            fail(clause.id, f"thread {i}", calls[i], problem)
-        problems = [x for x in effect_problems(clause.expect, obs)
-                    if not any(x.startswith(f"{o} ") for o in others)]  # the other threads' destinations
-        if problems:
-            fail(clause.id, f"thread {i}", calls[i], f"destination {p.dst} is wrong after concurrent pushes", problems)
+    returned = [j for j, out in enumerate(outcomes) if out.exc is None]
+    # each push over the entries the other pushes into its cache wrote (disjoint); the other destinations are
+    # judged by their own pushes
+    models = [others_into_own(bed, pushes, returned, i, bed.before) for i in range(n)]
+    excused = [frozenset(q.dst for q in plan if q.dst != p.dst) for p in plan]
+    for judged in judge_each(bed, pushes, outcomes, [clause.expect] * n, models, excused):
+        i = judged.index
+        if judged.problem:
+            fail(clause.id, f"thread {i}", calls[i], judged.problem)
+        if judged.problems:
+            fail(clause.id, f"thread {i}", calls[i], f"destination {plan[i].dst} is wrong after concurrent pushes",
+                 judged.problems)
 
 
 #: the pushes of a plan at once, each judged (procedures/counts.py runs it for its pushes_at_once counts)
@@ -141,14 +109,3 @@ def _call(bed: HistoryBed, server: NodeState, src: CacheInfo, dst: CacheInfo, p:
     batch = k % src.batch
     return Call({"dst_cache_key": key, "src_cache": Value(src.cache, src.name),
                  "src_batch_index": Value(batch, repr(batch))})
-
-
-def _landed(bed: HistoryBed, before: list[np.ndarray], pushes: list[tuple[Call, CacheInfo]],
-            dst: CacheInfo) -> list[np.ndarray]:
-    """``dst`` as it is after ``pushes`` alone landed."""
-    out = before
-    for call, src in pushes:
-        transfer = oracle.plan(call.raw(), src.layout, bed.default_tnpl)
-        if transfer is not None:
-            out = oracle.expected_destination(bed.before[src.name], out, transfer, src.layout, dst.layout)
-    return out

@@ -117,7 +117,6 @@ class CountsBed:
         expect; the judged bytes are what ``dst`` holds from then on."""
         bed, server = self.bed, next(n for n in self.nodes if n.name == dst.node_name)
         src = self.source(dst.num_tensors)
-        bed.local, bed.remote, bed.src, bed.dst = bed.nodes["n0"], bed.nodes[server.name], src, dst
         entry = self.pushes % dst.batch
         self.pushes += 1
         key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [server.cluster_id, dst.cache.cache_id, entry]),
@@ -126,8 +125,9 @@ class CountsBed:
                      "src_batch_index": Value(0, "0")})
         bed.rec.comment(f"{what}: {counts}")
         self.run.counters.coverage |= count_keys(self.run.spec, counts)
-        outcome = bed.push(call, bound=per_call_bound(self.run))
-        obs = judge(bed, call, outcome, self.clause.expect, self.clause.id, f"{self.item.key}, {what} ({counts})")
+        push = bed.aimed("n0", server.name, src, dst, call)
+        outcome = bed.push(push, bound=per_call_bound(self.run))
+        obs = judge(bed, push, outcome, self.clause.expect, self.clause.id, f"{self.item.key}, {what} ({counts})")
         if outcome.exc is None:
             bed.before[dst.name] = obs.expected_dst()
 

@@ -30,6 +30,6 @@ def run_omitted_defaults(run: RunContext, clause: Clause, item: Item) -> None:
         # the release's parameters without a default, and the key's batch index (dst_batch_index is no parameter)
         args = {k: v for k, v in clause.scenario.call.items()
                 if k not in defaulted and (k in run.params or k == "dst_batch_index")}
-        call = tb.call(args, only_given=True)
-        outcome = tb.push(call, bound=per_call_bound(run))
-        judge(tb, call, outcome, clause.expect, clause.id, f"{item.key}: {', '.join(sorted(defaulted))} left out")
+        push = tb.call(args, only_given=True)
+        outcome = tb.push(push, bound=per_call_bound(run))
+        judge(tb, push, outcome, clause.expect, clause.id, f"{item.key}: {', '.join(sorted(defaulted))} left out")

@@ -131,6 +131,6 @@ def run_product(run: RunContext, clause: Clause, item: Item) -> None:
         where = f"listed under types.products {', '.join(member)}" if member else "in no types.products list"
         pytest.skip(f"not supported: the declared product {product!r} ({where}) is judged by another clause")
     with opened(run, clause.scenario) as tb:
-        call = tb.call({})
-        outcome = tb.push(call, bound=per_call_bound(run))
-        judge(tb, call, outcome, clause.expect, clause.id, f"product {product or 'undeclared'}")
+        push = tb.call({})
+        outcome = tb.push(push, bound=per_call_bound(run))
+        judge(tb, push, outcome, clause.expect, clause.id, f"product {product or 'undeclared'}")

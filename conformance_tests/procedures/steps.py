@@ -22,10 +22,10 @@ def step(name: str) -> Callable[[Step], Step]:
 
 @step("push")
 def _push(tb: Testbed) -> None:
-    call = tb.call({})
-    outcome = tb.push(call, bound=per_call_bound(tb.run))
+    push = tb.call({})
+    outcome = tb.push(push, bound=per_call_bound(tb.run))
     if outcome.exc is not None or outcome.hung:
-        raise HarnessError("the first (valid) push", f"{outcome.describe()}: {call.code}")
+        raise HarnessError("the first (valid) push", f"{outcome.describe()}: {push.code}")
     tb.before["dst"] = tb.read_dst()  # what the first push wrote is the new "before"
 
 
@@ -41,9 +41,7 @@ def _deallocate(tb: Testbed) -> None:
 
 @step("allocate_dst")
 def _allocate_dst(tb: Testbed) -> None:
-    info = tb.make_cache("late", "remote", tb.scenario.dst, guard=tb.want_guard)
-    tb.fill_sentinel(info)
-    tb.dst = info
+    tb.renew_dst("late")
 
 
 @step("allocate_bystander")

@@ -100,6 +100,6 @@ def push_layout(run: RunContext, clause: Clause, layout: strategies.Layout, expe
     """Open the layout's scenario, push once with its arguments, judge the push."""
     __tracebackhide__ = True
     with opened(run, layout.scenario(run.spec.scenario), guard=False, seed=layout.seed) as tb:
-        call = tb.call(layout.args(run.params))
-        outcome = tb.push(call, bound=per_call_bound(run))
-        judge(tb, call, outcome, expectation, clause.id, label)
+        push = tb.call(layout.args(run.params))
+        outcome = tb.push(push, bound=per_call_bound(run))
+        judge(tb, push, outcome, expectation, clause.id, label)

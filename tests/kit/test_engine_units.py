@@ -167,7 +167,8 @@ def test_diff_tensors_message():
     want = [np.arange(16, dtype=np.uint8)]
     got = [want[0].copy()]
     got[0][5:7] = 0xFF
-    (line,) = diff_tensors(want, got, "dst")
+    (difference,) = diff_tensors(want, got, "dst")
+    line = str(difference)
     assert "dst tensor 0: 2 of 16 bytes differ, first at offset 5" in line
     assert "expected 05 06" in line and "got ff ff" in line
 

@@ -134,7 +134,7 @@ def test_a_focused_judgement_reads_its_destination_and_the_check_after_the_run_r
         assert Observation(tb, None, Outcome(None, 0.0)).unchanged() == []
         tb.focus = None
         problems = Observation(tb, None, Outcome(None, 0.0)).unchanged()
-        assert {p.split(" ", 1)[0] for p in problems} == {"src", "other"}, problems
+        assert {p.cache for p in problems} == {"src", "other"}, problems
 
 
 @pytest.mark.parametrize(("mutant", "clause_id"), [

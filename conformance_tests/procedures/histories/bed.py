@@ -13,9 +13,10 @@ import numpy as np
 
 from ...context import RunContext
 from ...errors import HarnessError
+from ...judged_push import Push
 from ...recorder import lit
 from ...spec import CacheSpec
-from ...testbed import GUARD, CacheInfo, Call, Freed, Outcome, Testbed
+from ...testbed import GUARD, CacheInfo, Freed, Outcome, Testbed
 from ...values import Value
 from .world import NodeState
 
@@ -130,7 +131,7 @@ class HistoryBed(Testbed):
             offsets[tensor] = at
             at += layout.nbytes
         total = at + gaps[-1]
-        mem = self._step("alloc_memory", self._alloc, name, node.name, desc.placement, total)
+        mem = self._step("alloc_memory", self.making.alloc, name, node.name, desc.placement, total)
         self._step("write_memory", self.rec.invoke, None, nodev, "write_memory", Value(mem, f"{name}_mem"),
                    Value(np.full(total, GUARD, dtype=np.uint8), f"np.full({total}, {GUARD:#04x}, dtype=np.uint8)"))
         addrs = [mem + off for off in offsets]
@@ -146,7 +147,7 @@ class HistoryBed(Testbed):
         """Write the ``(num_tensors, nbytes)`` uint8 array that ``code`` builds into every tensor."""
         data = self.rec.let(f"{info.name}_data", code).obj
         rows = [np.ascontiguousarray(r) for r in data]
-        self._fill(info, f"{info.name}_data", rows)
+        self.making.fill(info, f"{info.name}_data", rows)
         return rows
 
     def free(self, name: str, *, registered: bool) -> None:
@@ -245,28 +246,20 @@ class HistoryBed(Testbed):
 
     # ---- pushes ------------------------------------------------------------------------------------------
 
-    def bind_push(self, client: NodeState, server: NodeState, src: CacheInfo, dst: CacheInfo | None,
-                  dst_readable: bool) -> None:
-        """Make ``local``/``remote``/``src``/``dst`` the push's nodes and caches, here and in the script (whose
-        check of the push, if it fails, reads ``src_data`` and ``dst_data`` as they were before it)."""
-        self.local, self.remote = self.nodes[client.name], self.nodes[server.name]
-        self.src, self.dst = src, dst
+    def aim(self, client: NodeState, server: NodeState, src: CacheInfo, dst: CacheInfo | None,
+            dst_readable: bool) -> Push:
+        """The push ``client`` makes from ``src`` into ``dst`` on ``server``, named ``local``/``remote``/``src``/
+        ``dst`` in the script from here on (whose check of the push, if it fails, reads ``src_data`` and
+        ``dst_data`` as they were before it)."""
         dst_name = dst.name if dst is not None else "None"
         dst_snap = f"snap(remote, {dst_name})" if dst is not None and dst_readable else "[]"
         self.rec.lines.append(f"local, remote, src, dst = {client.name}, {server.name}, {src.name}, {dst_name}")
         self.rec.lines.append(f"src_data, dst_data = snap(local, src), {dst_snap}")
+        return self.aimed(client.name, server.name, src, dst)
 
-    def push_call(self, call: Call, bound: float) -> Outcome:
+    def push_call(self, push: Push, bound: float) -> Outcome:
         self.run.counters.history_pushes += 1
-        return self.push(call, bound=bound)
-
-    @property
-    def src_data(self) -> list[np.ndarray]:
-        return self.before.get(self.src.name, []) if self.src is not None else []
-
-    @property
-    def dst_before(self) -> list[np.ndarray]:
-        return self.before.get(self.dst.name, []) if self.dst is not None else []
+        return self.push(push, bound=bound)
 
 
 def contents_code(seed: int, pattern: bytes, size: int, shift: int, head: int, num_tensors: int, batch: int,

@@ -34,7 +34,7 @@ from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
 from .long_runs import long_run
 from .making import Making
 from .planning import Planning, divisors, layout_of
-from .pushes import NATURAL_MS, HistoryRun, Plan, call_for, judge_push, still
+from .pushes import NATURAL_MS, HistoryRun, Plan, judge_push, push_for, still
 from .world import NodeState, World
 
 #: the situation a configuration stream reaches by construction at its budget's edge (HistoryMachine.open)
@@ -523,7 +523,7 @@ def _faulted(m: HistoryMachine, data: Any, plan: Plan, name: str, *, wait_s: flo
     outcome = judge_push(m.h, m.bed, m.world, plan, clause, None, label, settle_s=settle_s,
                          bound_extra=FAULT_BOUND_FACTOR * wait_s)
     if outcome.exc is not None:
-        raised_in_time(m.bed, call_for(m.h, m.bed, plan), outcome, plan.client.timeout_ms / 1000, clause.id, label)
+        raised_in_time(m.bed, push_for(m.h, m.bed, plan), outcome, plan.client.timeout_ms / 1000, clause.id, label)
     if clear is not None:
         m.bed.inject_fault(clear, {"kind": "clear"})
     m.recover(data, plan.link, m.label(name), outcome)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from ... import strategies
 from ...context import RunContext
+from ...judged_push import Push
 from ...judging import fail, judge
 from ...observation import Observation
 from ...spec import Clause, Expectation
@@ -131,11 +132,18 @@ def observed(bed: HistoryBed, obs: Observation) -> None:
     bed.candidates.clear()
 
 
-def expect_success(bed: HistoryBed, call: Call, dst: CacheState | None) -> None:
+def expect_success(bed: HistoryBed, push: Push, dst: CacheState | None) -> None:
     """What a push that succeeds leaves in its destination: the oracle's bytes (a large cache read in windows
     recognises them)."""
     if dst is not None and dst.name in bed.caches:
-        bed.candidates[dst.name] = [Observation(bed, call, Outcome(None, 0.0)).expected_dst()]
+        bed.candidates[dst.name] = [Observation(bed, push, Outcome(None, 0.0)).expected_dst()]
+
+
+def push_for(h: HistoryRun, bed: HistoryBed, plan: Plan) -> Push:
+    """The push of ``plan``, with its call (the script does not name its nodes and caches: :meth:`HistoryBed.aim`
+    does)."""
+    return bed.aimed(plan.client.name, plan.server.name, plan.src.info,
+                     plan.dst.info if plan.dst is not None else None, call_for(h, bed, plan))
 
 
 def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause: Clause,
@@ -146,15 +154,15 @@ def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause:
     a timeout its own time explains, leaves its link ``faulted``."""
     __tracebackhide__ = True
     dst_info = plan.dst.info if plan.dst is not None else None
-    bed.bind_push(plan.client, plan.server, plan.src.info, dst_info,
-                  dst_readable=plan.dst is not None and not plan.dst.freed and plan.server.alive)
-    call = call_for(h, bed, plan)
-    expect_success(bed, call, plan.dst)
-    outcome = bed.push_call(call, per_call_bound(h.run, extra=bound_extra))
+    push = bed.aim(plan.client, plan.server, plan.src.info, dst_info,
+                   dst_readable=plan.dst is not None and not plan.dst.freed and plan.server.alive)
+    push = push.with_call(call_for(h, bed, plan))
+    expect_success(bed, push, plan.dst)
+    outcome = bed.push_call(push, per_call_bound(h.run, extra=bound_extra))
     world.pushed_over(plan.link)
     given = expectation if expectation is not None else clause_envelope(clause)
     expect = overtime(h, plan, outcome, given)
-    obs = judge(bed, call, outcome, expect, clause.id, f"{label}: {plan.describe()}",
+    obs = judge(bed, push, outcome, expect, clause.id, f"{label}: {plan.describe()}",
                 settle_until=outcome.started + settle_s if settle_s else 0.0)
     if plan.link in world.links and outcome.exc is not None and (plan.client.faulty or expect is not given):
         world.links[plan.link].faulted = True
