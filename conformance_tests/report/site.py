@@ -42,14 +42,16 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import Clause, Spec, families, load_spec
-from .badge import badge_kind, to_badge
+from .badge import to_badge
 from .diff import diff_reports
 from .folders import safe_name
 from .htmlpage import environment, to_html
 from .model import CLAUSE_OUTCOMES, LEVELS
+from .parts import ClauseRow, Report
 from .render import dumps
 from .rerun import shown_path
 from .schema import ReportError, load_report
+from .shades import BADGE_HEX, BADGE_HEX_UNKNOWN, VERDICT_CLASS, shade_of
 
 #: clause outcomes an implementation's page lists as failing in its newest run
 FAILING_CLAUSE_OUTCOMES = ("failed", "flaky", "incompatible")
@@ -66,11 +68,6 @@ SIGNS = {"passed": "✓", "failed": "✗", "flaky": "≈", "incompatible": "≠"
 #: how many clause columns the grid opens by default (of the failing families, the smallest first, as many as fit):
 #: 1280 px hold them beside the implementation's name, its newest verdict and every other family's summary column
 OPEN_COLUMNS = 32
-#: shields.io's named colours, as the badge page shows them
-BADGE_HEX = {"brightgreen": "#4c1", "yellowgreen": "#a4a61d", "yellow": "#dfb317", "lightgrey": "#9f9f9f",
-             "red": "#e05d44"}
-VERDICT_CLASS = {"certified": "ok", "certified_declared": "ok", "certified_with_waivers": "waivers",
-                 "partial": "partial"}
 CHART = {"width": 480, "height": 150, "left": 44, "right": 16, "top": 14, "bottom": 28}
 
 
@@ -80,7 +77,7 @@ class SiteError(ValueError):
 
 @dataclass
 class Run:
-    report: dict[str, Any]
+    report: Report
     source: Path
     order: int  # where it came on the command line (breaks ties between equal start times)
     number: int = 0  # 1, 2, ... in the implementation's history, oldest first
@@ -133,7 +130,7 @@ class Column:
 # ------------------------------------------------------------------------------------------------ the model
 
 
-def _started(report: dict[str, Any]) -> tuple[int, float]:
+def _started(report: Report) -> tuple[int, float]:
     """Sort key of a run's start: runs without a readable time first, then by time (a time without an offset is
     read as UTC)."""
     text = report["run"].get("started")
@@ -162,13 +159,13 @@ def _implementations(runs: list[Run]) -> list[Implementation]:
     return list(by_name.values())
 
 
-def _columns(rows_seen: list[dict[str, Any]], spec: Spec) -> list[Column]:
+def _columns(rows_seen: list[ClauseRow], spec: Spec) -> list[Column]:
     """One column per clause ID the given report rows name: by family (the spec's order, unknown families
     last), then the spec's clause order, then first seen."""
     known = {c.id: c for c in spec.clauses}
     spec_order = {cid: i for i, cid in enumerate(known)}
     family_order = {f: i for i, f in enumerate(families())}
-    first: dict[str, dict[str, Any]] = {}
+    first: dict[str, ClauseRow] = {}
     for row in rows_seen:
         first.setdefault(row["id"], row)
     columns = []
@@ -229,20 +226,20 @@ def _cell(impl: Implementation, col: Column) -> dict[str, Any]:
     run = impl.newest
     row = next((r for r in run.report["clauses"] if r["id"] == col.id), None)
     outcome = row["outcome"] if row else ABSENT
-    deviation = (row or {}).get("deviation")
+    deviation = row.get("deviation") if row else None
     # the run's own page at the clause's row where the site has it, else the clause page
     href = f"{run.page}#{_fragment(col.id)}" if row else col.page
     return {"outcome": outcome, "sign": SIGNS.get(outcome, "?"), "deviation": deviation, "href": href,
             "tests": len(row["tests"]) if row else 0, "run": run}
 
 
-def _verdict(report: dict[str, Any]) -> dict[str, Any]:
+def _verdict(report: Report) -> dict[str, Any]:
     verdict = report["verdict"]
-    return {"label": verdict["label"], "class": VERDICT_CLASS.get(badge_kind(verdict), "bad"),
+    return {"label": verdict["label"], "class": VERDICT_CLASS[shade_of(verdict)],
             "certified": bool(verdict["certified"]), "reasons": verdict.get("reasons") or []}
 
 
-def _changes(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any] | None:
+def _changes(before: Report | None, after: Report) -> dict[str, Any] | None:
     """What changed from the previous run, as ``report diff`` computes it."""
     if before is None:
         return None
@@ -261,7 +258,7 @@ def _changes(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, 
 
 def _history(impl: Implementation) -> list[dict[str, Any]]:
     out = []
-    previous: dict[str, Any] | None = None
+    previous: Report | None = None
     for run in impl.runs:
         report = run.report
         out.append({
@@ -302,9 +299,9 @@ def _chart(history: list[dict[str, Any]]) -> dict[str, Any]:
             "x_first": x(0), "x_last": x(n - 1), "bottom_line": c["height"] - c["bottom"]}
 
 
-def _badge(report: dict[str, Any]) -> dict[str, Any]:
+def _badge(report: Report) -> dict[str, Any]:
     badge = to_badge(report)
-    return {**badge, "hex": BADGE_HEX.get(badge["color"], "#9f9f9f")}
+    return {**badge, "hex": BADGE_HEX.get(badge["color"], BADGE_HEX_UNKNOWN)}
 
 
 # --------------------------------------------------------------------------------------------- rendering
