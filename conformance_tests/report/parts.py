@@ -336,3 +336,16 @@ class Report(TypedDict):
     warnings: NotRequired[list[str]]
     likely_causes: NotRequired[list[LikelyCause]]
     blocking_details: NotRequired[list[BlockingDetail]]
+
+
+def outcome_count(counts: Summary | ClauseSummary, outcome: str) -> int:
+    """The count of an outcome named at run time (a TypedDict's keys are names the type checker knows; an
+    outcome from TEST_OUTCOMES or CLAUSE_OUTCOMES is not one); 0 where the report has none (written before the
+    outcome existed)."""
+    value = dict(counts).get(outcome, 0)
+    return value if isinstance(value, int) else 0
+
+
+def full_run() -> Completeness:
+    """The completeness of a report that has none (written before completeness existed): a full run."""
+    return {"full": True, "reasons": [], "left_out_count": 0, "left_out": []}
