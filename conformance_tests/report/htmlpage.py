@@ -1,15 +1,15 @@
-"""The self-contained HTML page derived from a report dict (Jinja2; inline CSS and JS, no network assets)."""
+"""The self-contained HTML page derived from a report (Jinja2; inline CSS and JS, no network assets)."""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import jinja2
 
 from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES, seed_text
-from .parts import Report
+from .parts import ClauseRow, Report
 from .rerun import failing_tests, first_failure, rerun_command
 from .shades import TEMPLATE_CONTEXT, VERDICT_CLASS, shade_of
 
@@ -35,15 +35,29 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def first_lines(text: Any, n: int) -> str:
+def first_lines(text: object, n: int) -> str:
     """The first ``n`` lines of a message (a failure's byte diff comes in its first lines)."""
     lines = str(text or "").splitlines()
     return "\n".join(lines[:n] + ([f"… {len(lines) - n} more lines"] if len(lines) > n else []))
 
 
-def _families(report: Report) -> list[dict[str, Any]]:
+class FamilyClause(ClauseRow):
+    """A clause row of the page's matrix: the row, and its tests' count per test outcome."""
+
+    per_outcome: dict[str, int]
+
+
+class Family(TypedDict):
+    """A family of the page's matrix: its clauses, and their count per clause outcome."""
+
+    name: str
+    clauses: list[FamilyClause]
+    outcomes: dict[str, int]
+
+
+def _families(report: Report) -> list[Family]:
     outcome_of = {t["id"]: t["outcome"] for t in report["tests"]}
-    families: dict[str, dict[str, Any]] = {}
+    families: dict[str, Family] = {}
     for clause in report["clauses"]:
         fam = families.setdefault(
             clause["family"],

@@ -1,4 +1,4 @@
-"""JUnit XML derived from a report dict.
+"""JUnit XML derived from a report.
 
 Mapping: failed -> <failure>, error -> <error>; flaky (failed, then passed when run again) -> <failure
 type="flaky"> at must and may level, where it blocks, and <skipped type="flaky"> at should level, where it does not;
@@ -38,7 +38,7 @@ def _classname_and_name(test_id: str) -> tuple[str, str]:
     return module, name
 
 
-def _clean(text: Any) -> str:
+def _clean(text: object) -> str:
     """XML 1.0 cannot carry most control characters; replace them."""
     text = "" if text is None else str(text)
     return "".join(c if c in "\t\n\r" or ord(c) >= 0x20 else f"\\x{ord(c):02x}" for c in text)

@@ -1,9 +1,8 @@
-"""The Markdown summary derived from a report dict."""
+"""The Markdown summary derived from a report."""
 
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES, VerdictKind, seed_text
 from .parts import Attempt, Expectations, Report, Run, TestRow, Verdict, full_run
@@ -14,7 +13,7 @@ from .rerun import failing_tests, first_failure, rerun_command
 _HTML = frozenset("<&")
 
 
-def _cell(value: Any, limit: int = 0) -> str:
+def _cell(value: object, limit: int = 0) -> str:
     text = "" if value is None else " ".join(str(value).split())
     if limit and len(text) > limit:
         text = text[: limit - 1] + "…"
@@ -22,7 +21,7 @@ def _cell(value: Any, limit: int = 0) -> str:
     return html.escape(text, quote=False) or " "
 
 
-def _code(value: Any) -> str:
+def _code(value: object) -> str:
     """An inline code span (entities and backslashes stay literal inside a backtick span, so text with a
     character HTML would read is an escaped <code> element instead)."""
     text = "" if value is None else " ".join(str(value).split())
@@ -63,7 +62,7 @@ WAIVERS_SHOWN = 50
 MESSAGE_LINES = 16
 
 
-def _message_block(message: Any, lines: int = MESSAGE_LINES) -> list[str]:
+def _message_block(message: object, lines: int = MESSAGE_LINES) -> list[str]:
     text = str(message or "").rstrip()
     if not text:
         return []

@@ -200,12 +200,15 @@ def merged_coverage(covs: Sequence[DomainCoverage | None]) -> DomainCoverage | N
     unreached (the shards derive the same universe from the same spec; None when a shard has none)."""
     if not covs or any(not isinstance(c, dict) for c in covs):
         return None
-    out: dict[str, Any] = dict(covs[0])  # type: ignore[arg-type]  # every one is a dict (checked above)
-    for field, total in (("unreached_partitions", "partitions"), ("unreached_pairs", "pairs")):
-        left = [k for k in out[field] if all(k in cast(dict[str, Any], c)[field] for c in covs[1:])]
-        out[field] = left
-        out[f"{total}_reached"] = out[total] - len(left)
-    return cast(DomainCoverage, out)
+    first, *others = [c for c in covs if c is not None]
+    out = first.copy()
+    partitions = [k for k in first["unreached_partitions"] if all(k in c["unreached_partitions"] for c in others)]
+    out["unreached_partitions"] = partitions
+    out["partitions_reached"] = out["partitions"] - len(partitions)
+    pairs = [k for k in first["unreached_pairs"] if all(k in c["unreached_pairs"] for c in others)]
+    out["unreached_pairs"] = pairs
+    out["pairs_reached"] = out["pairs"] - len(pairs)
+    return out
 
 
 def merged_run(shards: Sequence[ShardReport]) -> Run:

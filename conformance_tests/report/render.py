@@ -14,7 +14,7 @@ from .junit import to_junit
 from .markdown import to_markdown
 from .parts import Report
 from .rerun import shown_path
-from .schema import validate_report
+from .schema import to_json, validate_report
 
 REPORT_JSON = "report.json"
 
@@ -58,5 +58,5 @@ def render_derived(report: Report, out_dir: Path, source: Path | None = None) ->
 def write_reports(report: Report, out_dir: Path) -> dict[str, Path]:
     """Write report.json and the derived formats into ``out_dir`` as one set; returns {file name: path}."""
     validate_report(report)
-    texts = {REPORT_JSON: dumps(report), **derived_texts(report, shown_path(Path(out_dir) / REPORT_JSON))}
+    texts = {REPORT_JSON: to_json(report), **derived_texts(report, shown_path(Path(out_dir) / REPORT_JSON))}
     return write_files(texts, Path(out_dir))

@@ -48,9 +48,8 @@ from .folders import safe_name
 from .htmlpage import environment, to_html
 from .model import CLAUSE_OUTCOMES, LEVELS
 from .parts import ClauseRow, Report
-from .render import dumps
 from .rerun import shown_path
-from .schema import ReportError, load_report
+from .schema import ReportError, load_report, to_json
 from .shades import BADGE_HEX, BADGE_HEX_UNKNOWN, VERDICT_CLASS, shade_of
 
 #: clause outcomes an implementation's page lists as failing in its newest run
@@ -360,7 +359,7 @@ def _pages(impls: list[Implementation], spec: Spec) -> dict[str, str]:
                                   spec_version=spec.version)
     for impl in impls:
         for run in impl.runs:  # from the report's data alone: nothing of its folder is copied
-            pages[run.json] = dumps(run.report)
+            pages[run.json] = to_json(run.report)
             pages[run.page] = to_html(run.report, shown_path(run.source))
     pages["site.json"] = json.dumps({
         "generator": GENERATOR,
