@@ -20,7 +20,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
@@ -172,6 +172,14 @@ def rerun(args: Sequence[str], out: Path) -> tuple[Report | None, int, str]:
         return None, proc.returncode, tail
 
 
+class DifferenceRow(TypedDict):
+    """A :class:`Difference` as ``--json`` writes it."""
+
+    where: str
+    recorded: object
+    now: object
+
+
 class Verification(TypedDict):
     """``report verify --json``: whether the re-run agrees, and every difference."""
 
@@ -180,7 +188,7 @@ class Verification(TypedDict):
     verdict: str
     rows: int
     certify_args: list[str]
-    differences: list[dict[str, Any]]  # asdict of a Difference: where, recorded, now
+    differences: list[DifferenceRow]
 
 
 def verify(path: Path, keep: Path | None = None) -> Verification:
@@ -201,7 +209,7 @@ def verify(path: Path, keep: Path | None = None) -> Verification:
         differences += [d for d in compare(report, again) if not d.where.startswith("environment ")]
     return {"report": str(path), "verified": not differences, "verdict": report["verdict"]["label"],
             "rows": len(report["tests"]), "certify_args": plan.args[:-2],
-            "differences": [asdict(d) for d in differences]}
+            "differences": [DifferenceRow(where=d.where, recorded=d.recorded, now=d.now) for d in differences]}
 
 
 def format_verification(result: Verification) -> str:
