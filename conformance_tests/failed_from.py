@@ -7,7 +7,7 @@ before any test runs; a report that lists no failing test selects none.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -17,19 +17,20 @@ from .report.schema import ReportError, load_report
 from .selection import WHY_FAILED_FROM
 
 if TYPE_CHECKING:
+    from .report.parts import Report
     from .state import RunState
 
 
 class FailedFrom:
     """Deselects every test the report does not list as failing (after the kit's own selection)."""
 
-    def __init__(self, state: RunState, path: str, report: Mapping[str, Any]) -> None:
+    def __init__(self, state: RunState, path: str, report: Report) -> None:
         self.state = state
         self.path = path
         self.wanted = set(failing_tests(report))
 
     @classmethod
-    def read(cls, path: str) -> dict[str, Any]:
+    def read(cls, path: str) -> Report:
         """The report ``--failed-from`` names, validated; a bad file is a one-line usage error."""
         try:
             return load_report(path)
@@ -37,7 +38,7 @@ class FailedFrom:
             raise pytest.UsageError(f"{FLAG} {exc}") from None
 
     @classmethod
-    def for_run(cls, state: RunState, path: str, report: Mapping[str, Any]) -> FailedFrom:
+    def for_run(cls, state: RunState, path: str, report: Report) -> FailedFrom:
         """The plugin, once the run's backend and spec are known: a report of another run is refused."""
         from .finish import backend_display_name
 
@@ -59,12 +60,12 @@ class FailedFrom:
             items[:] = keep
 
 
-def foreign(report: Mapping[str, Any], *, backend_name: str, spec_sha256: str, release: str) -> str | None:
+def foreign(report: Report, *, backend_name: str, spec_sha256: str, release: str) -> str | None:
     """Why ``report`` is not a report of this run's backend, spec and release (None when it is)."""
     said: Sequence[tuple[str, Any, Any]] = (
-        ("backend", (report.get("backend") or {}).get("name"), backend_name),
-        ("spec sha256", (report.get("spec") or {}).get("sha256"), spec_sha256),
-        ("spec release", (report.get("spec") or {}).get("version"), release),
+        ("backend", report["backend"]["name"], backend_name),
+        ("spec sha256", report["spec"]["sha256"], spec_sha256),
+        ("spec release", report["spec"]["version"], release),
     )
     for what, theirs, ours in said:
         if theirs != ours:

@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from hypothesis import settings
@@ -21,6 +21,7 @@ from .coverage.tally import line as coverage_line
 from .invocation import certify_args
 from .profiles import CERTIFY_EXAMPLES
 from .report.builder import unreached_coverage
+from .report.model import CERTIFIED_WITH_WAIVERS, NOT_CERTIFIED, PARTIAL, VerdictKind
 from .reproducible import layouts_sha256, run_versions
 from .rows import plain, printable
 from .selection import WHY_DESELECTED, WHY_NOT_RUN, selection_problems
@@ -28,6 +29,7 @@ from .shards import shard_reason
 from .spec.levels import BLOCKING_LEVELS
 
 if TYPE_CHECKING:
+    from .report.parts import Report
     from .spec import Spec
     from .state import RunState as State
 
@@ -146,8 +148,8 @@ def clause_rows(state: State) -> list[dict[str, Any]]:
 def fallback_verdict(rows: list[dict[str, Any]], clauses: list[dict[str, Any]]) -> dict[str, Any]:
     blocking = sorted({c for r in rows if r["level"] in BLOCKING_LEVELS and r["outcome"] in ("failed", "error", "flaky")
                        for c in r["clauses"]})
-    return {"certified": False, "label": "NOT CERTIFIED" if blocking else "PARTIAL",
-            "kind": "not_certified" if blocking else "partial", "blocking": blocking}
+    return {"certified": False, "label": NOT_CERTIFIED if blocking else PARTIAL,
+            "kind": VerdictKind.NOT_CERTIFIED if blocking else VerdictKind.PARTIAL, "blocking": blocking}
 
 
 def completeness(state: State, session: pytest.Session, exitstatus: int) -> dict[str, Any]:
@@ -253,7 +255,9 @@ def finish(session: pytest.Session, state: State, exitstatus: int) -> None:
         state.report = {"verdict": fallback_verdict(rows, clauses)}
     else:
         try:
-            state.report = build_report(header, rows, clauses, expectations_input(state), run_info)
+            report = build_report(header, rows, clauses, expectations_input(state), run_info)
+            # the run state holds a report, or (when none could be built) only a fallback verdict: a plain dict
+            state.report = cast(dict[str, Any], report)
         except Exception as exc:  # noqa: BLE001 - a report bug must not hide the run's outcome
             state.report_problem = f"report not built: {type(exc).__name__}: {exc}"
             state.report = {"verdict": fallback_verdict(rows, clauses)}
@@ -261,11 +265,11 @@ def finish(session: pytest.Session, state: State, exitstatus: int) -> None:
             if not config.getoption("no_reports"):
                 release = folder_release(state.run.spec, state.run.release)
                 full_dir = state.full_dir or full_folder(config, state.run.backend, release)
-                partial = bool(state.report["verdict"].get("partial"))
+                partial = bool(report["verdict"].get("partial"))
                 out_dir = partial_folder(config, state.run.backend, full_dir, release) if partial else full_dir
                 state.report_dir = out_dir
                 try:
-                    paths = write_reports(state.report, out_dir)
+                    paths = write_reports(report, out_dir)
                     state.report_paths = {k: str(v) for k, v in (paths or {}).items()}
                 except Exception as exc:  # noqa: BLE001
                     state.report_problem = f"reports not written to {out_dir}: {type(exc).__name__}: {exc}"
@@ -341,13 +345,13 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
     who = f"backend {backend_display_name(b)} {getattr(b, 'version', '?')} against spec {state.run.release}"
     blocking = verdict.get("blocking") or []
     line = f"verdict: {verdict.get('label', '?')} — {who}"
-    if verdict.get("label") == "CERTIFIED WITH WAIVERS":
+    if verdict.get("label") == CERTIFIED_WITH_WAIVERS:
         line += f"; {len(verdict.get('waived_must_tests') or [])} must test(s) waived"
     if blocking:
         line += f"; blocking clauses: {', '.join(blocking)}"
     kind = verdict.get("kind")
-    tr.write_line(line, bold=True, green=kind == "certified", red=kind == "not_certified",
-                  yellow=kind in ("partial", "certified_with_waivers"))
+    tr.write_line(line, bold=True, green=kind == VerdictKind.CERTIFIED, red=kind == VerdictKind.NOT_CERTIFIED,
+                  yellow=kind in (VerdictKind.PARTIAL, VerdictKind.CERTIFIED_WITH_WAIVERS))
     for cause in (report.get("likely_causes") or [])[:CAUSES_SHOWN]:
         tr.write_line(f"likely cause: {cause['statement']} ({clause_list(cause['clauses'])})", red=True)
     rerun = rerun_line(state, config)
@@ -369,7 +373,8 @@ def rerun_line(state: State, config: pytest.Config) -> str | None:
         return None
     from .report.rerun import rerun_command, shown_path
 
-    return rerun_command(state.report, shown_path(written, config.invocation_params.dir))
+    # a report.json was written: the run state holds the report it was written from, not a fallback verdict
+    return rerun_command(cast("Report", state.report), shown_path(written, config.invocation_params.dir))
 
 
 def _terminated(signum: int, _frame: Any) -> None:

@@ -25,10 +25,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from conformance_tests.exitcodes import USAGE_ERROR
-from conformance_tests.report.model import LABEL_KIND
+from conformance_tests.report.model import LABEL_KIND, VerdictKind
+from conformance_tests.report.parts import Report, TestRow
+from conformance_tests.report.schema import ReportError, from_json
 from conformance_tests.spec import Level, Spec, load_spec
 from mutants import reach
 from mutants.catalog import MUTANTS, Mutant
@@ -108,18 +109,24 @@ def certify(mutant: Mutant, out_dir: Path, extra: list[str], children: Children)
         tail = (stdout + stderr).strip().splitlines()[-5:]
         result.detail = f"no report (exit {returncode}): " + " | ".join(tail)
         return result
+    try:
+        report = from_json(report_path.read_text(encoding="utf-8"), str(report_path))
+    except ReportError as exc:  # certify validates what it writes: a broken file is the run's error, not a verdict
+        result.status = "error"
+        result.detail = str(exc)
+        return result
     spec = load_spec()
-    judge(mutant, json.loads(report_path.read_text()), result, {c.id: c.procedure.name for c in spec.clauses}, spec)
+    judge(mutant, report, result, {c.id: c.procedure.name for c in spec.clauses}, spec)
     return result
 
 
-def part_of(test: dict[str, Any], procedures: dict[str, str]) -> str:
+def part_of(test: TestRow, procedures: dict[str, str]) -> str:
     """Which part of the suite a report row's test belongs to: its clause's procedure says."""
     clause = (test.get("params") or {}).get("clause")
     return "histories" if procedures.get(str(clause)) == HISTORY_PROCEDURE else "clauses"
 
 
-def killing_parts(mutant: Mutant, report: dict[str, Any], procedures: dict[str, str]) -> list[str]:
+def killing_parts(mutant: Mutant, report: Report, procedures: dict[str, str]) -> list[str]:
     """The parts whose tests failed (or found incompatible) one of the mutant's targets."""
     parts = set()
     for test in report.get("tests") or ():
@@ -131,7 +138,7 @@ def killing_parts(mutant: Mutant, report: dict[str, Any], procedures: dict[str, 
     return sorted(parts)
 
 
-def judge(mutant: Mutant, report: dict[str, Any], result: Result, procedures: dict[str, str] | None = None,
+def judge(mutant: Mutant, report: Report, result: Result, procedures: dict[str, str] | None = None,
           spec: Spec | None = None) -> None:
     """Fill in ``result``'s verdict, catches and status from a certification report of ``mutant``
     (``procedures``: clause ID -> procedure name, to tell the histories' tests from the clause tests), and
@@ -145,7 +152,7 @@ def judge(mutant: Mutant, report: dict[str, Any], result: Result, procedures: di
     killing = KILLING_OUTCOMES[mutant.breaks]
     result.caught_by_target = [t for t in mutant.targets if outcomes.get(t) in killing]
     result.killed_by = killing_parts(mutant, report, procedures or {})
-    blocked = result.verdict.startswith("NOT CERTIFIED")
+    blocked = LABEL_KIND.get(result.verdict) is VerdictKind.NOT_CERTIFIED
     if result.caught_by_target and mutant.by == "histories" and result.killed_by != ["histories"]:
         result.status = "not_only_histories"
         result.detail = (f"killed by {' and '.join(result.killed_by)}: a clause test catches it, so it shows "

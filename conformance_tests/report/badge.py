@@ -7,31 +7,24 @@ when run again: they block), and, when an expectations file was used, the first 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-from .model import CERTIFIED_DECLARED, CERTIFIED_WITH_WAIVERS, LABEL_KIND
-
-#: one colour per verdict kind (CERTIFIED (DECLARED CAPABILITIES) gets its own shade of green)
-COLORS = {
-    "certified": "brightgreen",
-    "certified_declared": "yellowgreen",
-    "certified_with_waivers": "yellow",
-    "partial": "lightgrey",
-    "not_certified": "red",
-}
+from .model import CERTIFIED_WITH_WAIVERS
+from .parts import Report
+from .shades import BADGE_COLORS, shade_of
 
 
-def badge_kind(verdict: dict[str, Any]) -> str:
-    label = verdict["label"]
-    kind = verdict.get("kind") or LABEL_KIND.get(label, "certified" if verdict["certified"] else "not_certified")
-    if kind == "certified" and label == CERTIFIED_DECLARED:
-        return "certified_declared"
-    return kind
+class Badge(TypedDict):
+    """badge.json: the only keys shields.io accepts."""
+
+    schemaVersion: int
+    label: str
+    message: str
+    color: str
 
 
-def to_badge(report: dict[str, Any]) -> dict[str, Any]:
+def to_badge(report: Report) -> Badge:
     verdict = report["verdict"]
-    kind = badge_kind(verdict)
     message = verdict["label"].lower()
     if verdict["label"] == CERTIFIED_WITH_WAIVERS:
         n = len(verdict.get("waived_must_tests") or [])
@@ -46,5 +39,5 @@ def to_badge(report: dict[str, Any]) -> dict[str, Any]:
         "schemaVersion": 1,
         "label": "push_cache",
         "message": message,
-        "color": COLORS[kind],
+        "color": BADGE_COLORS[shade_of(verdict)],
     }

@@ -1,11 +1,11 @@
-"""Build the canonical report dict from the rows the pytest plugin collected."""
+"""Build the canonical report (a typed :class:`~.parts.Report`) from the rows the pytest plugin collected."""
 
 from __future__ import annotations
 
 import copy
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from ..spec.levels import Level
 from .causes import likely_causes
@@ -25,10 +25,28 @@ from .model import (
     SCHEMA_VERSION,
     TEST_OUTCOMES,
     WAIVED_TEST_OUTCOMES,
+    VerdictKind,
+)
+from .parts import (
+    BlockingDetail,
+    ClauseRow,
+    ClauseSummary,
+    Completeness,
+    DomainCoverage,
+    LeftOut,
+    Report,
+    Run,
+    Summary,
+    TestRow,
+    Verdict,
+    WaivedTest,
 )
 from .schema import ReportError, validate_report
 
 _HEADER_SECTIONS = ("suite", "spec", "backend", "environment", "run")
+#: what the builder is given: the plugin's rows, clauses and header sections, as loose mappings (it checks the keys
+#: it needs and completes the rest; what it returns is typed)
+RawPart = Mapping[str, Any]
 
 
 def jsonable(value: Any) -> Any:
@@ -71,8 +89,8 @@ def _require(rows: list[Any], where: str, keys: tuple[str, ...]) -> None:
                 raise ReportError(f"$.{where}[{i}]: {key!r} is a required property")
 
 
-def _test_row(row: Mapping[str, Any], clause_levels: Mapping[str, str]) -> dict[str, Any]:
-    out = jsonable(dict(row))
+def _test_row(row: RawPart, clause_levels: Mapping[str, str]) -> TestRow:
+    out: TestRow = jsonable(dict(row))
     clauses = row.get("clauses") or []
     if isinstance(clauses, str):
         clauses = [clauses]
@@ -94,7 +112,7 @@ def _test_row(row: Mapping[str, Any], clause_levels: Mapping[str, str]) -> dict[
     return out
 
 
-def outcome_for(test: Mapping[str, Any], clause_id: str) -> str:
+def outcome_for(test: TestRow, clause_id: str) -> str:
     """The outcome a test gives one of the clauses it names: a failing test that says which clauses failed
     (``failed_clauses``: a history checks many clauses and breaks one) passed the others, as far as it ran."""
     failed = test.get("failed_clauses")
@@ -123,16 +141,14 @@ def clause_outcome(level: str, outcomes: list[str]) -> str:
     return "skipped"
 
 
-def _clause_rows(
-    clauses: Iterable[Mapping[str, Any]], tests: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], list[str]]:
-    by_clause: dict[str, list[dict[str, Any]]] = {}
+def _clause_rows(clauses: Iterable[RawPart], tests: list[TestRow]) -> tuple[list[ClauseRow], list[str]]:
+    by_clause: dict[str, list[TestRow]] = {}
     for test in tests:
         for cid in test["clauses"]:
             by_clause.setdefault(cid, []).append(test)
-    rows = []
+    rows: list[ClauseRow] = []
     for clause in clauses:
-        row = jsonable(dict(clause))
+        row: ClauseRow = jsonable(dict(clause))
         cid = str(row.get("id", ""))
         named = by_clause.get(cid, [])
         row.setdefault("title", "")
@@ -154,36 +170,36 @@ def _clause_rows(
     return rows, warnings
 
 
-def _summary(tests: list[dict[str, Any]]) -> dict[str, int]:
+def _summary(tests: list[TestRow]) -> Summary:
     summary = {"tests": len(tests)}
     summary.update({outcome: 0 for outcome in TEST_OUTCOMES})
     for test in tests:
         if test.get("outcome") in summary:
             summary[test["outcome"]] += 1
-    return summary
+    return cast(Summary, summary)
 
 
-def _clause_summary(clauses: list[dict[str, Any]]) -> dict[str, int]:
+def _clause_summary(clauses: list[ClauseRow]) -> ClauseSummary:
     summary = {"clauses": len(clauses), "covered": sum(1 for c in clauses if c["covered"])}
     summary.update({outcome: 0 for outcome in CLAUSE_OUTCOMES})
     for clause in clauses:
         if clause["outcome"] in summary:
             summary[clause["outcome"]] += 1
-    return summary
+    return cast(ClauseSummary, summary)
 
 
-def completeness_section(completeness: Mapping[str, Any] | None) -> dict[str, Any]:
+def completeness_section(completeness: RawPart | None) -> Completeness:
     """The report's ``completeness``: was this a full run, and if not, why not and what was left out.
 
     Without information (hand-made rows, reports of kit 0.1) a run counts as full.
     """
     c = jsonable(dict(completeness or {}))
-    left_out = [dict(x) for x in c.get("left_out") or []]
+    left_out = [cast(LeftOut, dict(x)) for x in c.get("left_out") or []]
     counts: dict[str, int] = {}
     for x in left_out:
         counts[str(x.get("why", "left out"))] = counts.get(str(x.get("why", "left out")), 0) + 1
     reasons = _unique(str(r) for r in c.get("reasons") or [])
-    return {
+    section: Completeness = {
         "full": bool(c.get("full", not reasons and not left_out)) and not reasons and not left_out,
         "reasons": reasons,
         "selected": c.get("selected"),
@@ -192,13 +208,15 @@ def completeness_section(completeness: Mapping[str, Any] | None) -> dict[str, An
         "left_out": left_out,
         "interrupted": c.get("interrupted"),
         "spec": c.get("spec"),
-        **({"shard": c["shard"]} if c.get("shard") is not None else {}),
     }
+    if c.get("shard") is not None:
+        section["shard"] = c["shard"]
+    return section
 
 
-def waived_tests(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def waived_tests(tests: list[TestRow]) -> list[WaivedTest]:
     """Every test an expectations entry matched, with the entry's reason and expiry."""
-    out = []
+    out: list[WaivedTest] = []
     for t in tests:
         if t.get("expected", "pass") == "pass":
             continue
@@ -219,11 +237,11 @@ def waived_tests(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def compute_verdict(
-    tests: list[dict[str, Any]],
-    clauses: list[dict[str, Any]],
-    completeness: Mapping[str, Any] | None = None,
-    coverage: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    tests: list[TestRow],
+    clauses: list[ClauseRow],
+    completeness: RawPart | None = None,
+    coverage: DomainCoverage | None = None,
+) -> Verdict:
     """The verdict (see reports/README.md, "The verdict").
 
     CERTIFIED only for a full run in which no must/may test failed or errored, every must clause has a
@@ -242,7 +260,7 @@ def compute_verdict(
     blocking_set = set(blocking_tests)
     failing = {cid for t in tests if t["id"] in blocking_set for cid in t["clauses"]
                if outcome_for(t, cid) in BLOCKING_TEST_OUTCOMES}
-    by_clause: dict[str, list[dict[str, Any]]] = {}
+    by_clause: dict[str, list[TestRow]] = {}
     for t in tests:
         for cid in t["clauses"]:
             by_clause.setdefault(cid, []).append(t)
@@ -290,14 +308,14 @@ def compute_verdict(
         and not untested and not no_passing
     )
     if not passes:
-        kind = "not_certified"
+        kind = VerdictKind.NOT_CERTIFIED
         label = NOT_CERTIFIED_PARTIAL if not full else (NOT_CERTIFIED_ERRORS if only_errors else NOT_CERTIFIED)
     elif not full:
-        kind, label = "partial", PARTIAL
+        kind, label = VerdictKind.PARTIAL, PARTIAL
     elif waived_must:
-        kind, label = "certified_with_waivers", CERTIFIED_WITH_WAIVERS
+        kind, label = VerdictKind.CERTIFIED_WITH_WAIVERS, CERTIFIED_WITH_WAIVERS
     else:
-        kind, label = "certified", (CERTIFIED_DECLARED if unchecked else CERTIFIED)
+        kind, label = VerdictKind.CERTIFIED, (CERTIFIED_DECLARED if unchecked else CERTIFIED)
 
     reasons: list[str] = []
     failed_n = sum(1 for t in tests if t["id"] in blocking_set and t["outcome"] == "failed")
@@ -328,7 +346,7 @@ def compute_verdict(
     if not clauses:
         reasons.append("the report lists no clauses")
     return {
-        "certified": kind == "certified",
+        "certified": kind is VerdictKind.CERTIFIED,
         "label": label,
         "kind": kind,
         "partial": not full,
@@ -343,18 +361,18 @@ def compute_verdict(
     }
 
 
-def unreached_coverage(coverage: Mapping[str, Any] | None) -> list[str]:
+def unreached_coverage(coverage: DomainCoverage | None) -> list[str]:
     """The partitions, then the pairs, a run's ``domain_coverage`` says no push reached (none without one)."""
     if not coverage:
         return []
     return [*(coverage.get("unreached_partitions") or []), *(coverage.get("unreached_pairs") or [])]
 
 
-def blocking_details(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def blocking_details(report: Report) -> list[BlockingDetail]:
     """The blocking clauses as a reader meets them: those the first likely cause explains first, then by how many
     of their tests failed, each with its title and its first failure message."""
     by_id = {c["id"]: c for c in report["clauses"]}
-    failing: dict[str, list[dict[str, Any]]] = {}
+    failing: dict[str, list[TestRow]] = {}
     for t in report["tests"]:
         for cid in t["clauses"]:
             if outcome_for(t, cid) in BLOCKING_TEST_OUTCOMES:  # a history that broke one clause passed the rest
@@ -362,25 +380,26 @@ def blocking_details(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     causes = report.get("likely_causes") or []
     first_cause = set(causes[0]["clauses"]) if causes and causes[0].get("predicate") else set()
     order = {cid: i for i, cid in enumerate(report["verdict"]["blocking"])}
-    out = []
+    out: list[BlockingDetail] = []
     for cid in sorted(report["verdict"]["blocking"],
                       key=lambda c: (c not in first_cause, -len(failing.get(c, [])), order[c])):
-        clause, tests = by_id.get(cid, {}), failing.get(cid, [])
-        out.append({"id": cid, "title": clause.get("title"), "level": clause.get("level"),
-                    "outcome": clause.get("outcome", "failed"), "failing_tests": len(tests),
+        clause, tests = by_id.get(cid), failing.get(cid, [])  # no clause: a test names one the spec lacks
+        out.append({"id": cid, "title": clause["title"] if clause else None,
+                    "level": clause["level"] if clause else None,
+                    "outcome": clause["outcome"] if clause else "failed", "failing_tests": len(tests),
                     "first_test": tests[0]["id"] if tests else None,
                     "first_message": next((t.get("message") for t in tests if t.get("message")), None),
-                    "deviation": clause.get("deviation")})
+                    "deviation": clause.get("deviation") if clause else None})
     return out
 
 
 def build_report(
-    header: Mapping[str, Any],
-    tests: Iterable[Mapping[str, Any]],
-    clauses: Iterable[Mapping[str, Any]],
-    expectations: Mapping[str, Any] | None = None,
-    completeness: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    header: RawPart,
+    tests: Iterable[RawPart],
+    clauses: Iterable[RawPart],
+    expectations: RawPart | None = None,
+    completeness: RawPart | None = None,
+) -> Report:
     """Assemble and validate the canonical report (see docs/architecture.md, section Report).
 
     ``expectations`` carries ``path``, ``sha256``, ``strict``, ``entries``, ``expired``, ``unmatched`` and
@@ -395,10 +414,8 @@ def build_report(
     test_rows = [_test_row(row, levels) for row in tests]
     clause_rows, warnings = _clause_rows(clauses, test_rows)
 
-    report: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
-    for section in _HEADER_SECTIONS:
-        report[section] = jsonable(copy.deepcopy(dict(header.get(section) or {})))
-    run = report["run"]
+    sections = {section: jsonable(copy.deepcopy(dict(header.get(section) or {}))) for section in _HEADER_SECTIONS}
+    run: Run = sections["run"]
     run.setdefault("duration_s", round(sum(t["duration_s"] for t in test_rows), 6))
     run.setdefault(
         "expectations",
@@ -409,22 +426,32 @@ def build_report(
         },
     )
     xpassed = [t["id"] for t in test_rows if t["outcome"] == "xpassed"]
-    report["tests"] = test_rows
-    report["clauses"] = clause_rows
-    report["expectations"] = {
-        "path": expectations.get("path"),
-        "sha256": expectations.get("sha256"),
-        "strict": bool(expectations.get("strict", False)),
-        "entries": jsonable(list(expectations.get("entries") or [])),
-        "expired": jsonable(list(expectations.get("expired") or [])),
-        "waived": waived_tests(test_rows),
-        "unmatched": _unique(str(x) for x in expectations.get("unmatched") or []),
-        "unexpected_passes": _unique([str(x) for x in expectations.get("unexpected_passes") or []] + xpassed),
+    complete = completeness_section(completeness)
+    # the keys in the order report.json has always had them
+    report: Report = {
+        "schema_version": SCHEMA_VERSION,
+        "suite": sections["suite"],
+        "spec": sections["spec"],
+        "backend": sections["backend"],
+        "environment": sections["environment"],
+        "run": run,
+        "tests": test_rows,
+        "clauses": clause_rows,
+        "expectations": {
+            "path": expectations.get("path"),
+            "sha256": expectations.get("sha256"),
+            "strict": bool(expectations.get("strict", False)),
+            "entries": jsonable(list(expectations.get("entries") or [])),
+            "expired": jsonable(list(expectations.get("expired") or [])),
+            "waived": waived_tests(test_rows),
+            "unmatched": _unique(str(x) for x in expectations.get("unmatched") or []),
+            "unexpected_passes": _unique([str(x) for x in expectations.get("unexpected_passes") or []] + xpassed),
+        },
+        "completeness": complete,
+        "summary": _summary(test_rows),
+        "clause_summary": _clause_summary(clause_rows),
+        "verdict": compute_verdict(test_rows, clause_rows, complete, run.get("domain_coverage")),
     }
-    report["completeness"] = completeness_section(completeness)
-    report["summary"] = _summary(test_rows)
-    report["clause_summary"] = _clause_summary(clause_rows)
-    report["verdict"] = compute_verdict(test_rows, clause_rows, report["completeness"], run.get("domain_coverage"))
     report["likely_causes"] = likely_causes(test_rows, run.get("passing_push_features") or {})
     report["blocking_details"] = blocking_details(report)
     report["warnings"] = _unique(warnings)

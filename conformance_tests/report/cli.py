@@ -20,6 +20,7 @@ from .diff import diff_reports, format_diff
 from .markdown import format_compatibility
 from .merge import merge_reports, read_shard
 from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES
+from .parts import Expectations, Report, full_run
 from .render import render_derived, write_reports
 from .rerun import rerun_command, shown_path
 from .schema import ReportError, load_report
@@ -82,7 +83,7 @@ def _na(value: Any) -> str:
     return "n/a" if value is None else str(value)
 
 
-def _expectations(exp: dict[str, Any]) -> str:
+def _expectations(exp: Expectations) -> str:
     if not exp.get("path"):
         return "none"
     waived = exp.get("waived") or []
@@ -90,14 +91,14 @@ def _expectations(exp: dict[str, Any]) -> str:
             f"{len(exp.get('expired') or [])} expired entries")
 
 
-def _failing_tests(report: dict[str, Any], clause_id: str) -> int:
+def _failing_tests(report: Report, clause_id: str) -> int:
     """How many tests failed the clause (a history that broke another clause passed this one)."""
     by_id = {t["id"]: t for t in report["tests"]}
     return sum(1 for tid in next(c for c in report["clauses"] if c["id"] == clause_id)["tests"]
                if tid in by_id and outcome_for(by_id[tid], clause_id) in FAILING_TEST_OUTCOMES)
 
 
-def _cause_lines(report: dict[str, Any], location: str | None) -> list[str]:
+def _cause_lines(report: Report, location: str | None) -> list[str]:
     lines = []
     for cause in report.get("likely_causes") or []:
         more = len(cause["clauses"]) - CAUSE_CLAUSES_SHOWN
@@ -114,7 +115,7 @@ def _cause_lines(report: dict[str, Any], location: str | None) -> list[str]:
 CAUSE_CLAUSES_SHOWN = 4
 
 
-def format_summary(report: dict[str, Any], location: str | None = None) -> str:
+def format_summary(report: Report, location: str | None = None) -> str:
     """The report for a terminal; ``location``: where its report.json lies, as the re-run command names it."""
     verdict, summary = report["verdict"], report["summary"]
     backend = f"{report['backend']['name']} {report['backend'].get('version') or ''}".strip()
@@ -131,7 +132,7 @@ def format_summary(report: dict[str, Any], location: str | None = None) -> str:
     ]
     lines += [f"  why: {r}" for r in verdict.get("reasons") or []]
     lines += _cause_lines(report, location)
-    completeness = report.get("completeness") or {}
+    completeness = report.get("completeness") or full_run()
     if not completeness.get("full", True):
         lines.append(f"  partial run: {completeness.get('left_out_count', 0)} test(s) left out; "
                      + "; ".join(completeness.get("reasons") or []))
@@ -195,7 +196,7 @@ def _verify(args: argparse.Namespace) -> int:
     return verify.main(args.report, args.out, args.json)
 
 
-def verdict_line(report: dict[str, Any]) -> str:
+def verdict_line(report: Report) -> str:
     """The verdict as certify's terminal summary words it."""
     verdict, backend = report["verdict"], report["backend"]
     line = (f"verdict: {verdict['label']} — backend {backend['name']} {backend.get('version') or '?'} against "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
+
+from .parts import ClauseRow, Report, TestRow
 
 #: How bad an outcome is; 2 and above is a failure (a regression when it appears or worsens). A flaky test failed
 #: and then passed when run again: it blocks as a failure does, so it weighs as one.
@@ -16,21 +18,53 @@ LABELS = {"newly_failing": "newly failing", "fixed": "fixed", "added": "added", 
           "changed": "other change"}
 
 
+class Change(TypedDict):
+    """One clause's or test's change of outcome (None: not in that report)."""
+
+    id: str
+    before: str | None
+    after: str | None
+
+
+#: the changes of one kind of row, by bucket
+Changes = dict[str, list[Change]]
+
+
+class Side(TypedDict):
+    """What a diff says of each of its two reports."""
+
+    verdict: str
+    spec: str
+    backend: str
+    suite: str
+    compatibility: float | None
+
+
+class Diff(TypedDict):
+    """``report diff --json``: the two reports, the changes of their clauses and tests, and whether B is worse."""
+
+    before: Side
+    after: Side
+    clauses: Changes
+    tests: Changes
+    regression: bool
+
+
 def _severity(outcome: str | None) -> int:
     return SEVERITY.get(outcome or "", 0)
 
 
-def _align(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, list[Any]]:
+def _align(before: list[ClauseRow] | list[TestRow], after: list[ClauseRow] | list[TestRow]) -> Changes:
     """Each change once, in the first bucket that fits: newly failing (new or worse, and failing), fixed (failing,
     now passing), added, removed, then any other change of outcome."""
     a = {row["id"]: row["outcome"] for row in before}
     b = {row["id"]: row["outcome"] for row in after}
-    out: dict[str, list[Any]] = {key: [] for key in BUCKETS}
+    out: Changes = {key: [] for key in BUCKETS}
     for key in b:
         was, now = a.get(key), b[key]
         if key in a and was == now:
             continue
-        change = {"id": key, "before": was, "after": now}
+        change: Change = {"id": key, "before": was, "after": now}
         if _severity(now) >= FAILING and _severity(now) > _severity(was):
             out["newly_failing"].append(change)
         elif key not in a:
@@ -43,7 +77,7 @@ def _align(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[st
     return out
 
 
-def _describe(report: dict[str, Any]) -> dict[str, Any]:
+def _describe(report: Report) -> Side:
     return {
         "verdict": report["verdict"]["label"],
         "spec": report["spec"]["version"],
@@ -53,7 +87,7 @@ def _describe(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def diff_reports(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def diff_reports(before: Report, after: Report) -> Diff:
     """The differences from `before` (A) to `after` (B); `regression` is true when B is worse."""
     clauses = _align(before["clauses"], after["clauses"])
     tests = _align(before["tests"], after["tests"])
@@ -67,7 +101,7 @@ def diff_reports(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
     }
 
 
-def _lines(kind: str, changes: dict[str, list[Any]]) -> list[str]:
+def _lines(kind: str, changes: Changes) -> list[str]:
     out = [f"{kind}: " + ", ".join(f"{len(changes[key])} {LABELS[key]}" for key in BUCKETS)]
     for key in BUCKETS:
         for item in changes[key]:
@@ -77,7 +111,7 @@ def _lines(kind: str, changes: dict[str, list[Any]]) -> list[str]:
     return out
 
 
-def format_diff(diff: dict[str, Any], name_a: str = "A", name_b: str = "B") -> str:
+def format_diff(diff: Diff, name_a: str = "A", name_b: str = "B") -> str:
     a, b = diff["before"], diff["after"]
     lines = [
         f"A: {name_a}: {a['verdict']} (backend {a['backend']}, spec {a['spec']}, suite {a['suite']})",

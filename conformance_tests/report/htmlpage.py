@@ -1,16 +1,17 @@
-"""The self-contained HTML page derived from a report dict (Jinja2; inline CSS and JS, no network assets)."""
+"""The self-contained HTML page derived from a report (Jinja2; inline CSS and JS, no network assets)."""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import jinja2
 
-from .badge import badge_kind
 from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES, seed_text
+from .parts import ClauseRow, Report
 from .rerun import failing_tests, first_failure, rerun_command
+from .shades import TEMPLATE_CONTEXT, VERDICT_CLASS, shade_of
 
 #: how many left-out tests the page lists by name (report.json lists them all)
 LEFT_OUT_SHOWN = 500
@@ -30,18 +31,33 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["lines"] = first_lines
+    env.globals["shades"] = TEMPLATE_CONTEXT  # the colours, from their one owner
     return env
 
 
-def first_lines(text: Any, n: int) -> str:
+def first_lines(text: object, n: int) -> str:
     """The first ``n`` lines of a message (a failure's byte diff comes in its first lines)."""
     lines = str(text or "").splitlines()
     return "\n".join(lines[:n] + ([f"… {len(lines) - n} more lines"] if len(lines) > n else []))
 
 
-def _families(report: dict[str, Any]) -> list[dict[str, Any]]:
+class FamilyClause(ClauseRow):
+    """A clause row of the page's matrix: the row, and its tests' count per test outcome."""
+
+    per_outcome: dict[str, int]
+
+
+class Family(TypedDict):
+    """A family of the page's matrix: its clauses, and their count per clause outcome."""
+
+    name: str
+    clauses: list[FamilyClause]
+    outcomes: dict[str, int]
+
+
+def _families(report: Report) -> list[Family]:
     outcome_of = {t["id"]: t["outcome"] for t in report["tests"]}
-    families: dict[str, dict[str, Any]] = {}
+    families: dict[str, Family] = {}
     for clause in report["clauses"]:
         fam = families.setdefault(
             clause["family"],
@@ -55,7 +71,7 @@ def _families(report: dict[str, Any]) -> list[dict[str, Any]]:
     return list(families.values())
 
 
-def to_html(report: dict[str, Any], location: str | None = None) -> str:
+def to_html(report: Report, location: str | None = None) -> str:
     """The report as one HTML page; counts sit in elements with stable ids (count-<outcome>). ``location``: where
     its report.json lies, as the command that re-runs the failing tests names it."""
     clause_counts = dict.fromkeys(CLAUSE_OUTCOMES, 0)
@@ -64,9 +80,6 @@ def to_html(report: dict[str, Any], location: str | None = None) -> str:
     anchors = {t["id"]: f"test-{i}" for i, t in enumerate(report["tests"])}
     failures = [t for t in report["tests"] if t["outcome"] in FAILING_TEST_OUTCOMES]
     compat = report["verdict"]["compatibility"]
-    kind = badge_kind(report["verdict"])
-    verdict_class = {"certified": "ok", "certified_declared": "ok", "certified_with_waivers": "waivers",
-                     "partial": "partial"}.get(kind, "bad")
     return (
         environment()
         .get_template("report.html.j2")
@@ -80,7 +93,7 @@ def to_html(report: dict[str, Any], location: str | None = None) -> str:
             failing_outcomes=FAILING_TEST_OUTCOMES,
             anchors=anchors,
             compatibility="n/a" if compat is None else f"{compat:.1%}",
-            verdict_class=verdict_class,
+            verdict_class=VERDICT_CLASS[shade_of(report["verdict"])],
             left_out_shown=LEFT_OUT_SHOWN,
             seed_text=seed_text(report["run"]),
             rerun=rerun_command(report, location),

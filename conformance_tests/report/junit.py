@@ -1,4 +1,4 @@
-"""JUnit XML derived from a report dict.
+"""JUnit XML derived from a report.
 
 Mapping: failed -> <failure>, error -> <error>; flaky (failed, then passed when run again) -> <failure
 type="flaky"> at must and may level, where it blocks, and <skipped type="flaky"> at should level, where it does not;
@@ -13,15 +13,16 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from .model import BLOCKING_LEVELS
+from .parts import Report, TestRow, TestWaiver, full_run, outcome_count
 
 SKIP_LIKE = ("skipped", "not_supported", "xfailed", "incompatible")
 
 
-def _blocking_flaky(test: dict[str, Any]) -> bool:
+def _blocking_flaky(test: TestRow) -> bool:
     return test["outcome"] == "flaky" and test["level"] in BLOCKING_LEVELS
 
 
-def _attempts_text(test: dict[str, Any]) -> str:
+def _attempts_text(test: TestRow) -> str:
     attempts = test.get("attempts") or []
     return ", ".join(f"{i} {a['outcome']}" for i, a in enumerate(attempts, 1))
 
@@ -37,7 +38,7 @@ def _classname_and_name(test_id: str) -> tuple[str, str]:
     return module, name
 
 
-def _clean(text: Any) -> str:
+def _clean(text: object) -> str:
     """XML 1.0 cannot carry most control characters; replace them."""
     text = "" if text is None else str(text)
     return "".join(c if c in "\t\n\r" or ord(c) >= 0x20 else f"\\x{ord(c):02x}" for c in text)
@@ -48,14 +49,14 @@ def _short(message: str | None, outcome: str) -> str:
     return first[0][:300] if first else outcome
 
 
-def _waiver_properties(waiver: dict[str, Any] | None) -> list[tuple[str, Any]]:
+def _waiver_properties(waiver: TestWaiver | None) -> list[tuple[str, Any]]:
     if not waiver:
         return []
     return [("waiver.reason", waiver.get("reason") or ""), ("waiver.expires", waiver.get("expires") or "never"),
             ("waiver.match", waiver.get("match") or ""), ("waiver.link", waiver.get("link") or "")]
 
 
-def to_junit(report: dict[str, Any]) -> str:
+def to_junit(report: Report) -> str:
     """The report as a JUnit XML document (a string with an XML declaration)."""
     summary = report["summary"]
     blocking_flaky = sum(1 for t in report["tests"] if _blocking_flaky(t))
@@ -64,7 +65,7 @@ def to_junit(report: dict[str, Any]) -> str:
         "tests": str(summary["tests"]),
         "failures": str(summary["failed"] + blocking_flaky),
         "errors": str(summary["error"]),
-        "skipped": str(sum(summary[o] for o in SKIP_LIKE) + other_flaky),
+        "skipped": str(sum(outcome_count(summary, o) for o in SKIP_LIKE) + other_flaky),
         "time": f"{float(report['run'].get('duration_s') or 0):.3f}",
     }
     suite_name = f"{report['suite']['name']} [{report['backend']['name']}]"
@@ -78,7 +79,7 @@ def to_junit(report: dict[str, Any]) -> str:
     props = ET.SubElement(suite, "properties")
     verdict = report["verdict"]
     exp = report["expectations"]
-    completeness = report.get("completeness") or {"full": True, "reasons": [], "left_out": []}
+    completeness = report.get("completeness") or full_run()
     waived = exp.get("waived") or []
     pairs: list[tuple[str, Any]] = [
         ("verdict", verdict["label"]),

@@ -1,11 +1,11 @@
-"""The Markdown summary derived from a report dict."""
+"""The Markdown summary derived from a report."""
 
 from __future__ import annotations
 
 import html
-from typing import Any
 
-from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES, seed_text
+from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES, VerdictKind, seed_text
+from .parts import Attempt, Expectations, Report, Run, TestRow, Verdict, full_run
 from .rerun import failing_tests, first_failure, rerun_command
 
 #: the characters with which a Markdown renderer may start HTML (a tag, an entity): a backend's strings never
@@ -13,7 +13,7 @@ from .rerun import failing_tests, first_failure, rerun_command
 _HTML = frozenset("<&")
 
 
-def _cell(value: Any, limit: int = 0) -> str:
+def _cell(value: object, limit: int = 0) -> str:
     text = "" if value is None else " ".join(str(value).split())
     if limit and len(text) > limit:
         text = text[: limit - 1] + "…"
@@ -21,7 +21,7 @@ def _cell(value: Any, limit: int = 0) -> str:
     return html.escape(text, quote=False) or " "
 
 
-def _code(value: Any) -> str:
+def _code(value: object) -> str:
     """An inline code span (entities and backslashes stay literal inside a backtick span, so text with a
     character HTML would read is an escaped <code> element instead)."""
     text = "" if value is None else " ".join(str(value).split())
@@ -62,7 +62,7 @@ WAIVERS_SHOWN = 50
 MESSAGE_LINES = 16
 
 
-def _message_block(message: Any, lines: int = MESSAGE_LINES) -> list[str]:
+def _message_block(message: object, lines: int = MESSAGE_LINES) -> list[str]:
     text = str(message or "").rstrip()
     if not text:
         return []
@@ -72,7 +72,7 @@ def _message_block(message: Any, lines: int = MESSAGE_LINES) -> list[str]:
     return "\n".join(_fence("\n".join(rows), "")).splitlines()
 
 
-def _failure_section(title: str, tests: list[dict[str, Any]], note: str, *, shown: int = FAILURES_SHOWN,
+def _failure_section(title: str, tests: list[TestRow], note: str, *, shown: int = FAILURES_SHOWN,
                      repros: int = REPROS_SHOWN) -> list[str]:
     if not tests:
         return []
@@ -83,8 +83,9 @@ def _failure_section(title: str, tests: list[dict[str, Any]], note: str, *, show
         if t.get("attempts"):
             lines += [attempts_line(t["attempts"]), ""]
         lines += _message_block(t.get("message"))
-        if i <= repros and t.get("repro"):
-            lines += ["", "Reproduction:", ""] + _fence(t["repro"])
+        repro = t.get("repro")
+        if i <= repros and repro:
+            lines += ["", "Reproduction:", ""] + _fence(repro)
         hypo = t.get("hypothesis") or {}
         if i <= repros and hypo.get("example"):
             lines += ["", "Hypothesis minimal example:", ""] + _fence(str(hypo["example"]), "")
@@ -95,7 +96,7 @@ def _failure_section(title: str, tests: list[dict[str, Any]], note: str, *, show
     return lines
 
 
-def attempts_line(attempts: list[dict[str, Any]]) -> str:
+def attempts_line(attempts: list[Attempt]) -> str:
     """A re-run test's attempts in order, e.g. "Attempts: 1 failed, 2 passed"."""
     return "Attempts: " + ", ".join(f"{i} {a['outcome']}" for i, a in enumerate(attempts, 1))
 
@@ -105,7 +106,7 @@ def _clauses_line(clauses: list[str], shown: int) -> str:
     return ", ".join(_code(c) for c in clauses[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
-def _causes_section(report: dict[str, Any]) -> list[str]:
+def _causes_section(report: Report) -> list[str]:
     causes = report.get("likely_causes") or []
     if not causes:
         return []
@@ -124,7 +125,7 @@ FIRST_SCREEN_CLAUSES = 5
 FIRST_MESSAGE_LINES = 4
 
 
-def _first_screen(report: dict[str, Any], location: str | None) -> list[str]:
+def _first_screen(report: Report, location: str | None) -> list[str]:
     """Verdict's next lines for a failing run: the cause in one sentence, the failing call, the re-run command."""
     lines: list[str] = []
     causes = [c for c in report.get("likely_causes") or [] if c.get("predicate")]
@@ -145,12 +146,14 @@ def _first_screen(report: dict[str, Any], location: str | None) -> list[str]:
     return lines
 
 
-def _blocking_section(report: dict[str, Any]) -> list[str]:
+def _blocking_section(report: Report) -> list[str]:
     verdict = report["verdict"]
     lines = ["## Blocking clauses", ""]
-    details = report.get("blocking_details") or [{"id": cid} for cid in verdict["blocking"]]
-    if not details:
-        return lines + ["None.", ""]
+    details = report.get("blocking_details")
+    if not details:  # a report written before blocking_details existed: the IDs alone
+        if not verdict["blocking"]:
+            return lines + ["None.", ""]
+        return lines + [f"- {_code(cid)} (?) {_cell('')}" for cid in verdict["blocking"]] + [""]
     for d in details:
         count = d.get("failing_tests")
         lines.append(f"- {_code(d['id'])} ({d.get('level') or '?'}"
@@ -167,13 +170,18 @@ def _blocking_section(report: dict[str, Any]) -> list[str]:
 LEFT_OUT_SHOWN = 200
 
 
-def _mark(verdict: dict[str, Any]) -> str:
+#: the sign before the verdict's label, by its kind (certified: ✅; a kind without a sign: ❌)
+MARKS = {VerdictKind.CERTIFIED_WITH_WAIVERS: "⚠️", VerdictKind.PARTIAL: "◐"}
+
+
+def _mark(verdict: Verdict) -> str:
     if verdict["certified"]:
         return "✅"
-    return {"certified_with_waivers": "⚠️", "partial": "◐"}.get(str(verdict.get("kind")), "❌")
+    kind = verdict.get("kind")
+    return MARKS.get(VerdictKind(kind), "❌") if kind in set(VerdictKind) else "❌"
 
 
-def expectations_line(exp: dict[str, Any]) -> str:
+def expectations_line(exp: Expectations) -> str:
     if not exp.get("path"):
         return "none" + (" (--strict-expectations: no waivers allowed)" if exp.get("strict") else "")
     waived = exp.get("waived") or []
@@ -183,7 +191,7 @@ def expectations_line(exp: dict[str, Any]) -> str:
             f"{len(waived)} tests waived ({must} must)")
 
 
-def _counters_line(run: dict[str, Any]) -> str:
+def _counters_line(run: Run) -> str:
     calls, layouts = run.get("push_calls"), run.get("distinct_layouts")
     line = (f"push_cache calls: {'n/a' if calls is None else calls}, "
             f"distinct layouts: {'n/a' if layouts is None else layouts}")
@@ -193,8 +201,8 @@ def _counters_line(run: dict[str, Any]) -> str:
     return line
 
 
-def _completeness_section(report: dict[str, Any]) -> list[str]:
-    c = report.get("completeness") or {}
+def _completeness_section(report: Report) -> list[str]:
+    c = report.get("completeness") or full_run()
     if c.get("full", True):
         return []
     lines = ["", "## Partial run", "",
@@ -213,7 +221,7 @@ def _completeness_section(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _waivers_section(report: dict[str, Any]) -> list[str]:
+def _waivers_section(report: Report) -> list[str]:
     exp = report["expectations"]
     if not exp.get("path") and not exp.get("waived"):
         return []
@@ -236,7 +244,7 @@ def _waivers_section(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def to_markdown(report: dict[str, Any], location: str | None = None) -> str:
+def to_markdown(report: Report, location: str | None = None) -> str:
     """A human summary whose first screen is the verdict, the likely cause in one sentence, the first failure's call
     and the command that re-runs only the failing tests (``location``: where the report.json lies, as typed);
     then the causes, blocking clauses, failures, the run, the counts and the rest. It fits a PR comment
@@ -248,7 +256,7 @@ def to_markdown(report: dict[str, Any], location: str | None = None) -> str:
     return text[: MAX_CHARS - 80] + "\n\n… cut to fit a PR comment: index.html holds the whole report.\n"
 
 
-def _markdown(report: dict[str, Any], shown: int, repros: int, location: str | None) -> str:
+def _markdown(report: Report, shown: int, repros: int, location: str | None) -> str:
     verdict, summary = report["verdict"], report["summary"]
     spec, backend, suite, run = report["spec"], report["backend"], report["suite"], report["run"]
     lines = [

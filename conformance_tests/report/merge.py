@@ -16,13 +16,26 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..options import without_options
 from ..push_features import merge_stats
 from ..reproducible import VERSIONED, layouts_sha256
 from ..selection import WHY_NOT_RUN, WHY_OTHER_SHARD, WHY_SHARD_MISSING
 from .builder import build_report
+from .parts import (
+    DomainCoverage,
+    Entry,
+    Environment,
+    Expectations,
+    LeftOut,
+    PassingFeatures,
+    Report,
+    Run,
+    Shard,
+    ShardSource,
+    TestRow,
+)
 from .schema import ReportError, load_report
 from .shard_checks import clause_spec, contradictions, packaged_clauses
 
@@ -43,10 +56,10 @@ class ShardReport:
 
     source: str
     sha256: str
-    report: dict[str, Any]
+    report: Report
 
     @property
-    def shard(self) -> dict[str, Any]:
+    def shard(self) -> Shard:
         return self.report["completeness"]["shard"]
 
     @property
@@ -71,7 +84,8 @@ def read_shard(path: str | Path) -> ShardReport:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as exc:  # read a moment ago: gone or unreadable since
         raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    shard = (report.get("completeness") or {}).get("shard")
+    completeness = report.get("completeness")
+    shard = completeness.get("shard") if completeness else None
     if not isinstance(shard, Mapping):
         raise ReportError(f"{path}: not a shard report (its completeness has no shard; `certify --shard K/N` "
                           "writes one)")
@@ -85,7 +99,7 @@ def shard_argv(argv: Iterable[str]) -> list[str]:
 
 
 #: what the shards of one run share, each as (what a reason calls it, how to read it from a report)
-AGREEMENT: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = (
+AGREEMENT: tuple[tuple[str, Callable[[Report], object]], ...] = (
     ("spec sha256", lambda r: r["spec"].get("sha256")),
     ("spec release", lambda r: r["spec"].get("version")),
     ("kit version", lambda r: f"{r['suite'].get('name')} {r['suite'].get('version')}"),
@@ -94,10 +108,10 @@ AGREEMENT: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("backend version", lambda r: r["backend"].get("version")),
     ("backend capabilities", lambda r: r["backend"].get("capabilities")),
     ("hypothesis profile", lambda r: r["run"].get("hypothesis_profile")),
-    *((f"{name} version", lambda r, name=name: (r.get("environment") or {}).get(name))  # type: ignore[misc]
+    *((f"{name} version", lambda r, name=name: dict(r.get("environment") or {}).get(name))  # type: ignore[misc]
       for name in VERSIONED),
     ("hypothesis seed", lambda r: r["run"].get("hypothesis_seed")),
-    ("expectations sha256", lambda r: (r["run"].get("expectations") or {}).get("sha256")),
+    ("expectations sha256", lambda r: dict(r["run"].get("expectations") or {}).get("sha256")),
     ("command line (apart from " + ", ".join(PER_SHARD_OPTIONS) + ")",
      lambda r: shard_argv(r["run"].get("argv") or [])),
     ("clauses", lambda r: [clause_spec(c) for c in r["clauses"]]),
@@ -151,14 +165,14 @@ def _joined(values: Iterable[Any]) -> Any:
     return distinct[0] if len(distinct) == 1 else ", ".join(str(v) for v in distinct)
 
 
-def passing_push_features(shards: Sequence[ShardReport]) -> dict[str, dict[str, Any]]:
+def passing_push_features(shards: Sequence[ShardReport]) -> PassingFeatures:
     """The union of the shards' ``run.passing_push_features``, folded as a serial run folds its tests' (per
     class of push, per feature: values up to the limit, ``more`` when any shard or the union passed it, the
     smallest and largest number)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: PassingFeatures = {}
     for s in shards:
         for cls, stats in (s.report["run"].get("passing_push_features") or {}).items():
-            merge_stats(out.setdefault(cls, {}), stats)
+            merge_stats(cast(dict[str, dict[str, Any]], out.setdefault(cls, {})), stats)
     return out
 
 
@@ -174,39 +188,45 @@ def drawn_layouts(shards: Sequence[ShardReport]) -> set[str] | None:
     return keys
 
 
-def merged_environment(shards: Sequence[ShardReport]) -> dict[str, Any]:
+def merged_environment(shards: Sequence[ShardReport]) -> Environment:
     """The machines' environment: a field the shards share as it is, one that differs as its values, joined."""
-    fields = list(dict.fromkeys(k for s in shards for k in (s.report.get("environment") or {})))
-    return {k: _joined((s.report.get("environment") or {}).get(k) for s in shards) for k in fields}
+    envs = [dict(s.report.get("environment") or {}) for s in shards]
+    fields = list(dict.fromkeys(k for env in envs for k in env))
+    return cast(Environment, {k: _joined(env.get(k) for env in envs) for k in fields})
 
 
-def merged_coverage(covs: Sequence[Any]) -> dict[str, Any] | None:
+def merged_coverage(covs: Sequence[DomainCoverage | None]) -> DomainCoverage | None:
     """The shards' domain coverage together: a partition or pair is unreached only where every shard left it
     unreached (the shards derive the same universe from the same spec; None when a shard has none)."""
     if not covs or any(not isinstance(c, dict) for c in covs):
         return None
-    out = dict(covs[0])
-    for field, total in (("unreached_partitions", "partitions"), ("unreached_pairs", "pairs")):
-        left = [k for k in covs[0][field] if all(k in c[field] for c in covs[1:])]
-        out[field] = left
-        out[f"{total}_reached"] = out[total] - len(left)
+    first, *others = [c for c in covs if c is not None]
+    out = first.copy()
+    partitions = [k for k in first["unreached_partitions"] if all(k in c["unreached_partitions"] for c in others)]
+    out["unreached_partitions"] = partitions
+    out["partitions_reached"] = out["partitions"] - len(partitions)
+    pairs = [k for k in first["unreached_pairs"] if all(k in c["unreached_pairs"] for c in others)]
+    out["unreached_pairs"] = pairs
+    out["pairs_reached"] = out["pairs"] - len(pairs)
     return out
 
 
-def merged_run(shards: Sequence[ShardReport]) -> dict[str, Any]:
+def merged_run(shards: Sequence[ShardReport]) -> Run:
     """The run header of the merged report: the first shard's settings (the shards agree on them, or a reason
     says they do not), the earliest start, sums (``run.summed``), the union of layouts and of the passing pushes'
     features, and where each shard's report came from (``run.merged_from``)."""
     runs = [s.report["run"] for s in shards]
-    run = {k: v for k, v in runs[0].items() if k != "layout_keys"}
+    # the summed fields are named at run time (SUMMED), so the run is built as a plain dict and typed at the end
+    run: dict[str, Any] = {k: v for k, v in runs[0].items() if k != "layout_keys"}
     run["started"] = _earliest(r.get("started") for r in runs)
     for key in SUMMED:
-        run[key] = _sum([r.get(key) for r in runs])
+        run[key] = _sum([dict(r).get(key) for r in runs])
     run["duration_s"] = run["duration_s"] or 0.0
     run["summed"] = list(SUMMED)
     run["argv"] = shard_argv(runs[0].get("argv") or [])
     # `report verify` of the merged report runs the whole selection serially
-    run["certify_args"] = None if runs[0].get("certify_args") is None else shard_argv(runs[0]["certify_args"])
+    certify_args = runs[0].get("certify_args")
+    run["certify_args"] = None if certify_args is None else shard_argv(certify_args)
     layouts = drawn_layouts(shards)
     run["distinct_layouts"] = None if layouts is None else len(layouts)
     run["layouts_sha256"] = None if layouts is None else layouts_sha256(layouts)
@@ -214,18 +234,18 @@ def merged_run(shards: Sequence[ShardReport]) -> dict[str, Any]:
     run["domain_coverage"] = merged_coverage([r.get("domain_coverage") for r in runs])
     run["out_of_time"] = _joined(f"{s.name}: {r['out_of_time']}" if r.get("out_of_time") else None
                                  for s, r in zip(shards, runs, strict=True))
-    run["merged_from"] = [{"index": s.index, "count": s.count, "source": s.source, "sha256": s.sha256,
+    run["merged_from"] = [ShardSource({"index": s.index, "count": s.count, "source": s.source, "sha256": s.sha256,
                            "tests": len(s.report["tests"]), "started": s.report["run"].get("started"),
                            "duration_s": s.report["run"].get("duration_s"),
                            "distinct_layouts": s.report["run"].get("distinct_layouts"),
-                           "hostname": (s.report.get("environment") or {}).get("hostname")} for s in shards]
-    return run
+                           "hostname": (s.report.get("environment") or {}).get("hostname")}) for s in shards]
+    return cast(Run, run)
 
 
-def _rows(shards: Sequence[ShardReport], selection: Sequence[str]) -> tuple[list[dict[str, Any]], list[str]]:
+def _rows(shards: Sequence[ShardReport], selection: Sequence[str]) -> tuple[list[TestRow], list[str]]:
     """Every shard's rows, each test once (from the first shard that has it), in the selection's order (a row
     outside the selection after them); and the reasons the rows give."""
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, TestRow] = {}
     seen_in: dict[str, str] = {}
     twice: list[str] = []
     for s in shards:
@@ -260,17 +280,17 @@ def _shard_reasons(shards: Sequence[ShardReport]) -> list[str]:
 
 
 def _left_out(shards: Sequence[ShardReport], selection: Sequence[str], assigned: Sequence[int],
-              ran: set[str], present: set[int]) -> list[dict[str, Any]]:
+              ran: set[str], present: set[int]) -> list[LeftOut]:
     """What a serial run would list as left out: what the shards' own selection left out (the same for every
     shard of one command line), then each selected test without a row: not run by its shard, or of a shard
     whose report is missing."""
-    out: list[dict[str, Any]] = []
+    out: list[LeftOut] = []
     listed: set[str] = set()
     for s in shards:
         for entry in s.report["completeness"]["left_out"]:
             if entry["why"] in (WHY_OTHER_SHARD, WHY_NOT_RUN) or entry["id"] in listed:
                 continue
-            out.append(dict(entry))
+            out.append(LeftOut(id=entry["id"], why=entry["why"]))
             listed.add(entry["id"])
     for test, shard in zip(selection, assigned, strict=True):
         if test not in ran and test not in listed:
@@ -278,15 +298,15 @@ def _left_out(shards: Sequence[ShardReport], selection: Sequence[str], assigned:
     return out
 
 
-def _expectations(shards: Sequence[ShardReport], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _expectations(shards: Sequence[ShardReport], rows: Sequence[TestRow]) -> Expectations:
     """The expectations section as a serial run would give it: the file and its entries (with the hits of every
     shard added up), the entries no shard matched, the unexpected passes."""
     first = shards[0].report["expectations"]
-    hits: dict[Any, int] = {}
+    hits: dict[int | None, int] = {}
     for s in shards:
         for e in s.report["expectations"].get("entries") or []:
             hits[e.get("index")] = hits.get(e.get("index"), 0) + int(e.get("hits") or 0)
-    entries = [{**e, **({"hits": hits.get(e.get("index"), 0)} if "hits" in e else {})}
+    entries = [cast(Entry, {**e, **({"hits": hits.get(e.get("index"), 0)} if "hits" in e else {})})
                for e in first.get("entries") or []]
     unmatched = [m for m in first.get("unmatched") or []
                  if all(m in (s.report["expectations"].get("unmatched") or []) for s in shards[1:])]
@@ -296,7 +316,7 @@ def _expectations(shards: Sequence[ShardReport], rows: Sequence[Mapping[str, Any
             "unexpected_passes": [r["id"] for r in rows if r["id"] in xpassed]}
 
 
-def merge_reports(shards: Sequence[ShardReport]) -> dict[str, Any]:
+def merge_reports(shards: Sequence[ShardReport]) -> Report:
     """The report of the run the shards are parts of (see the module docstring); built and validated by
     :func:`build_report`. ReportError when there is nothing to merge."""
     if not shards:

@@ -3,7 +3,8 @@ spec's: :mod:`conformance_tests.spec.levels`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from ..spec.levels import BLOCKING_LEVELS, LEVELS  # noqa: F401 - the report modules' levels are the spec's
 
@@ -36,6 +37,20 @@ CLAUSE_OUTCOMES = (
 
 EXPECTED = ("pass", "xfail", "skip")
 
+if TYPE_CHECKING:
+    from .parts import Run
+
+
+class VerdictKind(StrEnum):
+    """``verdict.kind``: what a verdict label means for whoever acts on it (the exit code, the badge's colour,
+    the pages' shade); a label says more (why it is not certified), a kind is what code decides on."""
+
+    CERTIFIED = "certified"
+    CERTIFIED_WITH_WAIVERS = "certified_with_waivers"
+    PARTIAL = "partial"
+    NOT_CERTIFIED = "not_certified"
+
+
 #: Verdict labels (``verdict.label``); each belongs to one kind (``verdict.kind``).
 CERTIFIED = "CERTIFIED"
 #: certified, but some must clauses could not be checked: the backend does not declare the capability
@@ -46,14 +61,14 @@ NOT_CERTIFIED = "NOT CERTIFIED"
 NOT_CERTIFIED_ERRORS = "NOT CERTIFIED (ERRORS)"
 NOT_CERTIFIED_PARTIAL = "NOT CERTIFIED (PARTIAL RUN)"
 
-LABEL_KIND = {
-    CERTIFIED: "certified",
-    CERTIFIED_DECLARED: "certified",
-    CERTIFIED_WITH_WAIVERS: "certified_with_waivers",
-    PARTIAL: "partial",
-    NOT_CERTIFIED: "not_certified",
-    NOT_CERTIFIED_ERRORS: "not_certified",
-    NOT_CERTIFIED_PARTIAL: "not_certified",
+LABEL_KIND: dict[str, VerdictKind] = {
+    CERTIFIED: VerdictKind.CERTIFIED,
+    CERTIFIED_DECLARED: VerdictKind.CERTIFIED,
+    CERTIFIED_WITH_WAIVERS: VerdictKind.CERTIFIED_WITH_WAIVERS,
+    PARTIAL: VerdictKind.PARTIAL,
+    NOT_CERTIFIED: VerdictKind.NOT_CERTIFIED,
+    NOT_CERTIFIED_ERRORS: VerdictKind.NOT_CERTIFIED,
+    NOT_CERTIFIED_PARTIAL: VerdictKind.NOT_CERTIFIED,
 }
 
 #: outcomes of a must or may test that block certification: a violation, a test that could not run properly, and
@@ -68,7 +83,7 @@ PASSING_TEST_OUTCOMES = frozenset({"passed", "xpassed"})
 WAIVED_TEST_OUTCOMES = frozenset({"xfailed", "skipped"})
 
 
-def seed_text(run: dict[str, Any]) -> str:
+def seed_text(run: Run) -> str:
     """The hypothesis seed as a reader needs it: the number, or why there is none."""
     seed = run.get("hypothesis_seed")
     if seed is not None:

@@ -12,8 +12,9 @@ from .folders import folder_lock, write_files
 from .htmlpage import to_html
 from .junit import to_junit
 from .markdown import to_markdown
+from .parts import Report
 from .rerun import shown_path
-from .schema import validate_report
+from .schema import to_json, validate_report
 
 REPORT_JSON = "report.json"
 
@@ -29,7 +30,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def derived_texts(report: dict[str, Any], location: str | None = None) -> dict[str, str]:
+def derived_texts(report: Report, location: str | None = None) -> dict[str, str]:
     """junit.xml, summary.md, index.html and badge.json as text (from the JSON alone, and ``location``: where
     that report.json lies, as the re-run command names it)."""
     return {
@@ -40,7 +41,7 @@ def derived_texts(report: dict[str, Any], location: str | None = None) -> dict[s
     }
 
 
-def render_derived(report: dict[str, Any], out_dir: Path, source: Path | None = None) -> dict[str, Path]:
+def render_derived(report: Report, out_dir: Path, source: Path | None = None) -> dict[str, Path]:
     """Write junit.xml, summary.md, index.html and badge.json (from the JSON alone; ``source``: the report.json
     they are made from, for the re-run command) under the folder's lock.
 
@@ -54,8 +55,8 @@ def render_derived(report: dict[str, Any], out_dir: Path, source: Path | None = 
         return {name: _write(out_dir / name, text) for name, text in texts.items()}
 
 
-def write_reports(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+def write_reports(report: Report, out_dir: Path) -> dict[str, Path]:
     """Write report.json and the derived formats into ``out_dir`` as one set; returns {file name: path}."""
     validate_report(report)
-    texts = {REPORT_JSON: dumps(report), **derived_texts(report, shown_path(Path(out_dir) / REPORT_JSON))}
+    texts = {REPORT_JSON: to_json(report), **derived_texts(report, shown_path(Path(out_dir) / REPORT_JSON))}
     return write_files(texts, Path(out_dir))

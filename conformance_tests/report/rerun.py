@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from .model import FAILING_TEST_OUTCOMES
+from .parts import Report, TestRow
 
 #: certify's option, as its command line spells it (conformance_tests/options.py registers it)
 FLAG = "--failed-from"
 
 
-def failing_tests(report: Mapping[str, Any]) -> list[str]:
+def failing_tests(report: Report) -> list[str]:
     """The IDs of the tests ``--failed-from`` runs again from ``report``, in its order."""
     return [t["id"] for t in report["tests"] if t["outcome"] in FAILING_TEST_OUTCOMES]
 
@@ -27,7 +26,7 @@ def shown_path(path: str | os.PathLike[str], cwd: str | os.PathLike[str] | None 
     return str(full.relative_to(where)) if full.is_relative_to(where) else str(full)
 
 
-def rerun_command(report: Mapping[str, Any], report_json: str | None) -> str | None:
+def rerun_command(report: Report, report_json: str | None) -> str | None:
     """The command that runs again only the failing tests of ``report``, which lies at ``report_json`` (None
     when none failed, or when where it lies is not known); with the backend as the run named it."""
     if report_json is None or not failing_tests(report):
@@ -39,7 +38,7 @@ def rerun_command(report: Mapping[str, Any], report_json: str | None) -> str | N
     return shlex.join([*words, FLAG, report_json])
 
 
-def first_failure(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def first_failure(report: Report) -> TestRow | None:
     """The failure a report's first screen shows: the first one its first likely cause explains, else the first."""
     failing = [t for t in report["tests"] if t["outcome"] in FAILING_TEST_OUTCOMES]
     causes = report.get("likely_causes") or []

@@ -6,9 +6,12 @@ import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
+
+from .model import VerdictKind
+from .parts import Report
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 #: the deepest nesting a report may have: the kit's own reports nest a few levels below 20, and the report commands
@@ -85,7 +88,33 @@ def parse_report(text: str, where: str) -> Any:
     return value
 
 
-def load_report(path: str | Path) -> dict[str, Any]:
+def to_json(report: Report) -> str:
+    """The text of a report.json: the bytes every writer of one writes (two-space indents, UTF-8 as it is)."""
+    return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+
+
+def typed_report(value: Any) -> Report:
+    """``value`` (a JSON value) as a :class:`Report`, once it follows the schema (a one-line ReportError where it
+    does not); its verdict's kind becomes a :class:`VerdictKind` (a str: the JSON it writes is the same)."""
+    validate_report(value)
+    report = cast(Report, value)
+    verdict = report["verdict"]
+    if "kind" in verdict:
+        verdict["kind"] = VerdictKind(verdict["kind"])
+    return report
+
+
+def from_json(text: str, where: str = "report") -> Report:
+    """The report a report.json's text holds; a one-line ReportError (naming ``where``) for text that is not JSON,
+    nests too deep or breaks the schema."""
+    value = parse_report(text, where)
+    try:
+        return typed_report(value)
+    except ReportError as exc:
+        raise ReportError(f"{where}: not a valid report: {exc}") from None
+
+
+def load_report(path: str | Path) -> Report:
     """Read and validate a report.json; every problem is a one-line ReportError naming the file."""
     path = Path(path)
     try:
@@ -96,9 +125,4 @@ def load_report(path: str | Path) -> dict[str, Any]:
         raise ReportError(f"{path}: is a directory, not a report file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: cannot read: {_one_line(exc)}") from None
-    report = parse_report(text, str(path))
-    try:
-        validate_report(report)
-    except ReportError as exc:
-        raise ReportError(f"{path}: not a valid report: {exc}") from None
-    return report
+    return from_json(text, str(path))

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
-from typing import Any
+from typing import Any, cast
 
 from ..attempts import FAILING, PASSING
 from ..resolution import IN_PROCESS_BY_DEFAULT, available_backends, is_file_target, split_target
 from .builder import build_report
+from .parts import Attempt, ClauseRow, Report, TestRow
 
 #: the report sections build_report derives from the rows, which a shard must agree with
 DERIVED = ("summary", "clause_summary", "verdict", "clauses")
@@ -42,12 +43,12 @@ def _listed(items: Sequence[Any]) -> str:
     return ", ".join(map(str, items[:SHOWN])) + (f" and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
 
 
-def clause_spec(row: Mapping[str, Any]) -> dict[str, Any]:
+def clause_spec(row: ClauseRow) -> dict[str, object]:
     """A clause row less what build_report derives from the tests."""
     return {k: v for k, v in row.items() if k not in CLAUSE_FIELDS_DERIVED}
 
 
-def packaged_clauses(sha256: Any, release: Any) -> list[dict[str, Any]] | None:
+def packaged_clauses(sha256: object, release: object) -> list[dict[str, object]] | None:
     """The clause rows a run of spec release ``release`` lists, as certify writes them, when ``sha256`` is this
     kit's packaged spec's; None for any other spec (its clauses are not known here)."""
     from ..spec import load_spec
@@ -64,9 +65,9 @@ def packaged_clauses(sha256: Any, release: Any) -> list[dict[str, Any]] | None:
              **({"deviation": c.deviation} if c.deviation else {})} for c in chosen.clauses]
 
 
-def clause_list_problem(clauses: Sequence[Mapping[str, Any]], spec: Sequence[Mapping[str, Any]]) -> str | None:
+def clause_list_problem(clauses: Sequence[ClauseRow], spec: Sequence[Mapping[str, object]]) -> str | None:
     """Why a report's clause list is not the spec's (by ID and level), or None."""
-    mine = {str(c.get("id")): c.get("level") for c in clauses}
+    mine: dict[str, object] = {str(c.get("id")): c.get("level") for c in clauses}
     theirs = {str(c["id"]): c["level"] for c in spec}
     missing = [cid for cid in theirs if cid not in mine]
     extra = [cid for cid in mine if cid not in theirs]
@@ -79,16 +80,17 @@ def clause_list_problem(clauses: Sequence[Mapping[str, Any]], spec: Sequence[Map
     return "; ".join(said) if said else None
 
 
-def derived_differences(report: Mapping[str, Any]) -> list[str]:
+def derived_differences(report: Report) -> list[str]:
     """The derived sections (DERIVED) of ``report`` that are not what build_report makes of its own rows."""
-    expectations = {k: v for k, v in (report.get("expectations") or {}).items() if k != "waived"}
-    header = {k: report.get(k) for k in ("suite", "spec", "backend", "environment", "run")}
-    again = build_report(header, report["tests"], [clause_spec(c) for c in report["clauses"]], expectations,
-                         report.get("completeness"))
-    return [key for key in DERIVED if report.get(key) != again[key]]
+    sections = cast(Mapping[str, object], report)  # the sections named at run time (DERIVED)
+    expectations = {k: v for k, v in report["expectations"].items() if k != "waived"}
+    header = {k: sections.get(k) for k in ("suite", "spec", "backend", "environment", "run")}
+    again = cast(Mapping[str, object], build_report(header, report["tests"], [clause_spec(c) for c in report["clauses"]],
+                                                    expectations, report.get("completeness")))
+    return [key for key in DERIVED if sections.get(key) != again[key]]
 
 
-def settled_outcome(attempts: Sequence[Mapping[str, Any]]) -> Any:
+def settled_outcome(attempts: Sequence[Attempt]) -> str | None:
     """The outcome a row's attempts settle to (attempts.py): failed then passed is flaky, else the last one."""
     outcomes = [a.get("outcome") for a in attempts]
     if outcomes and outcomes[-1] in PASSING and any(o in FAILING for o in outcomes):
@@ -96,12 +98,13 @@ def settled_outcome(attempts: Sequence[Mapping[str, Any]]) -> Any:
     return outcomes[-1] if outcomes else None
 
 
-def row_contradictions(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def row_contradictions(rows: Sequence[TestRow]) -> list[str]:
     """A line for each row whose own record contradicts its outcome."""
     out = []
     for row in rows:
         outcome = row.get("outcome")
-        carried = [key for key in NEVER_WITH.get(str(outcome), ()) if row.get(key)]
+        fields = cast(Mapping[str, object], row)  # the fields named at run time (NEVER_WITH)
+        carried = [key for key in NEVER_WITH.get(str(outcome), ()) if fields.get(key)]
         if carried:
             out.append(f"{row['id']} is {outcome} but carries {', '.join(carried)}")
         attempts = row.get("attempts")
@@ -150,7 +153,7 @@ def own_backends() -> dict[str, str]:
     return out
 
 
-def identity_problems(report: Mapping[str, Any]) -> list[str]:
+def identity_problems(report: Report) -> list[str]:
     """Where a report's backend is not the one its own record names (see the module docstring)."""
     backend, run = report["backend"], report["run"]
     target, name = backend.get("spec"), backend.get("name")
@@ -174,7 +177,7 @@ def identity_problems(report: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def contradictions(report: Mapping[str, Any]) -> list[str]:
+def contradictions(report: Report) -> list[str]:
     """Every way a shard report contradicts itself (see the module docstring); empty for a report certify
     wrote."""
     out = [f"its {key} is not what its own rows give" for key in derived_differences(report)]

@@ -42,14 +42,28 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import Clause, Spec, families, load_spec
-from .badge import badge_kind, to_badge
+from .badge import to_badge
 from .diff import diff_reports
 from .folders import safe_name
 from .htmlpage import environment, to_html
 from .model import CLAUSE_OUTCOMES, LEVELS
-from .render import dumps
+from .parts import ClauseRow, Report, full_run, outcome_count
 from .rerun import shown_path
-from .schema import ReportError, load_report
+from .schema import ReportError, load_report, to_json
+from .shades import BADGE_HEX, BADGE_HEX_UNKNOWN, VERDICT_CLASS, shade_of
+from .site_views import (
+    BadgeView,
+    Cell,
+    ChangesView,
+    Chart,
+    FamilyCell,
+    FamilyGroup,
+    GridRow,
+    HistoryRow,
+    Point,
+    Series,
+    VerdictView,
+)
 
 #: clause outcomes an implementation's page lists as failing in its newest run
 FAILING_CLAUSE_OUTCOMES = ("failed", "flaky", "incompatible")
@@ -66,11 +80,6 @@ SIGNS = {"passed": "✓", "failed": "✗", "flaky": "≈", "incompatible": "≠"
 #: how many clause columns the grid opens by default (of the failing families, the smallest first, as many as fit):
 #: 1280 px hold them beside the implementation's name, its newest verdict and every other family's summary column
 OPEN_COLUMNS = 32
-#: shields.io's named colours, as the badge page shows them
-BADGE_HEX = {"brightgreen": "#4c1", "yellowgreen": "#a4a61d", "yellow": "#dfb317", "lightgrey": "#9f9f9f",
-             "red": "#e05d44"}
-VERDICT_CLASS = {"certified": "ok", "certified_declared": "ok", "certified_with_waivers": "waivers",
-                 "partial": "partial"}
 CHART = {"width": 480, "height": 150, "left": 44, "right": 16, "top": 14, "bottom": 28}
 
 
@@ -80,7 +89,7 @@ class SiteError(ValueError):
 
 @dataclass
 class Run:
-    report: dict[str, Any]
+    report: Report
     source: Path
     order: int  # where it came on the command line (breaks ties between equal start times)
     number: int = 0  # 1, 2, ... in the implementation's history, oldest first
@@ -133,7 +142,7 @@ class Column:
 # ------------------------------------------------------------------------------------------------ the model
 
 
-def _started(report: dict[str, Any]) -> tuple[int, float]:
+def _started(report: Report) -> tuple[int, float]:
     """Sort key of a run's start: runs without a readable time first, then by time (a time without an offset is
     read as UTC)."""
     text = report["run"].get("started")
@@ -162,13 +171,13 @@ def _implementations(runs: list[Run]) -> list[Implementation]:
     return list(by_name.values())
 
 
-def _columns(rows_seen: list[dict[str, Any]], spec: Spec) -> list[Column]:
+def _columns(rows_seen: list[ClauseRow], spec: Spec) -> list[Column]:
     """One column per clause ID the given report rows name: by family (the spec's order, unknown families
     last), then the spec's clause order, then first seen."""
     known = {c.id: c for c in spec.clauses}
     spec_order = {cid: i for i, cid in enumerate(known)}
     family_order = {f: i for i, f in enumerate(families())}
-    first: dict[str, dict[str, Any]] = {}
+    first: dict[str, ClauseRow] = {}
     for row in rows_seen:
         first.setdefault(row["id"], row)
     columns = []
@@ -188,14 +197,14 @@ def _columns(rows_seen: list[dict[str, Any]], spec: Spec) -> list[Column]:
     return columns
 
 
-def _family_groups(columns: list[Column], grid: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _family_groups(columns: list[Column], grid: list[GridRow]) -> list[FamilyGroup]:
     """The grid's families in column order: their clause count, how many of their clauses some newest run failed,
     whether they are open by default (the failing ones, while their columns fit OPEN_COLUMNS), and per
     implementation the family's summary cell (its worst outcome, and how many clauses have it)."""
-    groups: list[dict[str, Any]] = []
+    groups: list[FamilyGroup] = []
     for i, col in enumerate(columns):
         if not groups or groups[-1]["name"] != col.family:
-            groups.append({"name": col.family, "count": 0, "columns": []})
+            groups.append({"name": col.family, "count": 0, "columns": [], "failing": 0, "open": False, "summary": []})
         groups[-1]["count"] += 1
         groups[-1]["columns"].append(i)
     for g in groups:
@@ -212,7 +221,7 @@ def _family_groups(columns: list[Column], grid: list[dict[str, Any]]) -> list[di
     return groups
 
 
-def _family_cell(family: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
+def _family_cell(family: str, cells: list[Cell]) -> FamilyCell:
     counts = {o: sum(1 for c in cells if c["outcome"] == o) for o in CELL_OUTCOMES}
     worst = next((o for o in CELL_OUTCOMES if counts[o]), ABSENT)
     said = ", ".join(f"{n} {o.replace('_', ' ')}" for o, n in counts.items() if n)
@@ -225,24 +234,24 @@ def _fragment(clause_id: str) -> str:
     return "clause-" + urllib.parse.quote(clause_id, safe="._-")
 
 
-def _cell(impl: Implementation, col: Column) -> dict[str, Any]:
+def _cell(impl: Implementation, col: Column) -> Cell:
     run = impl.newest
     row = next((r for r in run.report["clauses"] if r["id"] == col.id), None)
     outcome = row["outcome"] if row else ABSENT
-    deviation = (row or {}).get("deviation")
+    deviation = row.get("deviation") if row else None
     # the run's own page at the clause's row where the site has it, else the clause page
     href = f"{run.page}#{_fragment(col.id)}" if row else col.page
     return {"outcome": outcome, "sign": SIGNS.get(outcome, "?"), "deviation": deviation, "href": href,
             "tests": len(row["tests"]) if row else 0, "run": run}
 
 
-def _verdict(report: dict[str, Any]) -> dict[str, Any]:
+def _verdict(report: Report) -> VerdictView:
     verdict = report["verdict"]
-    return {"label": verdict["label"], "class": VERDICT_CLASS.get(badge_kind(verdict), "bad"),
+    return {"label": verdict["label"], "class": VERDICT_CLASS[shade_of(verdict)],
             "certified": bool(verdict["certified"]), "reasons": verdict.get("reasons") or []}
 
 
-def _changes(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any] | None:
+def _changes(before: Report | None, after: Report) -> ChangesView | None:
     """What changed from the previous run, as ``report diff`` computes it."""
     if before is None:
         return None
@@ -259,9 +268,9 @@ def _changes(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, 
     }
 
 
-def _history(impl: Implementation) -> list[dict[str, Any]]:
-    out = []
-    previous: dict[str, Any] | None = None
+def _history(impl: Implementation) -> list[HistoryRow]:
+    out: list[HistoryRow] = []
+    previous: Report | None = None
     for run in impl.runs:
         report = run.report
         out.append({
@@ -272,14 +281,14 @@ def _history(impl: Implementation) -> list[dict[str, Any]]:
             "backend_version": report["backend"].get("version") or "",
             "verdict": _verdict(report),
             "summary": report["summary"],
-            "full": bool((report.get("completeness") or {"full": True}).get("full", True)),
+            "full": bool((report.get("completeness") or full_run())["full"]),
             "changes": _changes(previous, report),
         })
         previous = report
     return out
 
 
-def _chart(history: list[dict[str, Any]]) -> dict[str, Any]:
+def _chart(history: list[HistoryRow]) -> Chart:
     """Coordinates of the passed (and failed) tests per run, oldest left."""
     c = CHART
     inner_w = c["width"] - c["left"] - c["right"]
@@ -293,18 +302,20 @@ def _chart(history: list[dict[str, Any]]) -> dict[str, Any]:
     def y(value: int) -> float:
         return round(c["top"] + inner_h * (1 - value / top), 1)
 
-    series = []
+    series: list[Series] = []
     for key in ("passed", "failed"):
-        points = [{"x": x(i), "y": y(h["summary"][key]), "value": h["summary"][key], "number": h["run"].number,
-                   "started": h["started"]} for i, h in enumerate(history)]
+        points: list[Point] = [{"x": x(i), "y": y(outcome_count(h["summary"], key)),
+                                "value": outcome_count(h["summary"], key), "number": h["run"].number,
+                                "started": h["started"]} for i, h in enumerate(history)]
         series.append({"key": key, "points": points, "path": " ".join(f"{p['x']},{p['y']}" for p in points)})
-    return {**c, "max": top, "series": series, "y_max": y(top), "y_zero": y(0),
+    return {"width": c["width"], "height": c["height"], "left": c["left"], "right": c["right"], "top": c["top"],
+            "bottom": c["bottom"], "max": top, "series": series, "y_max": y(top), "y_zero": y(0),
             "x_first": x(0), "x_last": x(n - 1), "bottom_line": c["height"] - c["bottom"]}
 
 
-def _badge(report: dict[str, Any]) -> dict[str, Any]:
+def _badge(report: Report) -> BadgeView:
     badge = to_badge(report)
-    return {**badge, "hex": BADGE_HEX.get(badge["color"], "#9f9f9f")}
+    return {**badge, "hex": BADGE_HEX.get(badge["color"], BADGE_HEX_UNKNOWN)}
 
 
 # --------------------------------------------------------------------------------------------- rendering
@@ -321,7 +332,7 @@ def _pages(impls: list[Implementation], spec: Spec) -> dict[str, str]:
     all_columns = _columns(newest_rows + [row for impl in impls for run in impl.runs
                                           for row in run.report["clauses"]], spec)
     clause_page = {col.id: col.page for col in all_columns}
-    grid: list[dict[str, Any]] = [{"impl": impl, "verdict": _verdict(impl.newest.report),
+    grid: list[GridRow] = [{"impl": impl, "verdict": _verdict(impl.newest.report),
              "cells": [_cell(impl, col) for col in columns]} for impl in impls]
     present = {cell["outcome"] for row in grid for cell in row["cells"]}
     levels_present = [lv for lv in LEVELS if any(col.level == lv for col in columns)]
@@ -363,7 +374,7 @@ def _pages(impls: list[Implementation], spec: Spec) -> dict[str, str]:
                                   spec_version=spec.version)
     for impl in impls:
         for run in impl.runs:  # from the report's data alone: nothing of its folder is copied
-            pages[run.json] = dumps(run.report)
+            pages[run.json] = to_json(run.report)
             pages[run.page] = to_html(run.report, shown_path(run.source))
     pages["site.json"] = json.dumps({
         "generator": GENERATOR,

@@ -20,12 +20,13 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from ..exitcodes import NOT_CERTIFIED
 from ..reproducible import VERSIONED, run_versions
+from .parts import Report
 from .replay import BackendOrigin, backend_origin, replayable
 from .schema import ReportError, load_report
 
@@ -69,8 +70,8 @@ def _show(value: Any) -> str:
     return "absent" if value is None else str(value)
 
 
-def _get(report: Mapping[str, Any], path: Sequence[str]) -> Any:
-    node: Any = report
+def _get(report: Report, path: Sequence[str]) -> object:
+    node: object = report
     for key in path:
         node = node.get(key) if isinstance(node, Mapping) else None
     return node
@@ -86,7 +87,7 @@ class Plan:
     backend: BackendOrigin
 
 
-def rerun_plan(report: Mapping[str, Any], out: Path) -> Plan:
+def rerun_plan(report: Report, out: Path) -> Plan:
     """The ``certify`` run that repeats the one `report` describes, writing its reports to `out`: only arguments
     :func:`~.replay.replayable` allows, the backend found (not imported); a one-line ReportError otherwise."""
     args = report["run"].get("certify_args")
@@ -104,7 +105,7 @@ def rerun_plan(report: Mapping[str, Any], out: Path) -> Plan:
     return Plan([*kept, "--report-dir", str(out)], given, backend_origin(str(named)))
 
 
-def environment_differences(report: Mapping[str, Any]) -> list[Difference]:
+def environment_differences(report: Report) -> list[Difference]:
     """The versions that change what runs, as the report records them and as they are in this Python."""
     here = {"python": platform.python_version(), **run_versions()}
     return [Difference(f"environment {name}", _get(report, ("environment", name)), here[name])
@@ -121,7 +122,7 @@ def input_problems(given: argparse.Namespace) -> list[str]:
     return []
 
 
-def expectations_difference(report: Mapping[str, Any], given: argparse.Namespace) -> list[Difference]:
+def expectations_difference(report: Report, given: argparse.Namespace) -> list[Difference]:
     path = given.expectations
     if path is None:
         return []
@@ -130,7 +131,7 @@ def expectations_difference(report: Mapping[str, Any], given: argparse.Namespace
     return [] if now == recorded else [Difference(f"expectations file {path} sha256", recorded, now)]
 
 
-def compare(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[Difference]:
+def compare(recorded: Report, now: Report) -> list[Difference]:
     """Every header entry and every row on which two reports disagree, header first, rows in the report's order."""
     out = [Difference(".".join(path), _get(recorded, path), _get(now, path))
            for path in HEADER_PATHS if _get(recorded, path) != _get(now, path)]
@@ -144,8 +145,9 @@ def compare(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[Differe
         if again is None:
             out.append(Difference(f"test {row['id']}", row["outcome"], None))
             continue
-        out += [Difference(f"test {row['id']} {key}", row.get(key), again.get(key))
-                for key in ROW_KEYS if row.get(key) != again.get(key)]
+        mine, theirs = cast(Mapping[str, object], row), cast(Mapping[str, object], again)  # keys: ROW_KEYS
+        out += [Difference(f"test {row['id']} {key}", mine.get(key), theirs.get(key))
+                for key in ROW_KEYS if mine.get(key) != theirs.get(key)]
     out += [Difference(f"test {row['id']}", None, row["outcome"]) for row in now["tests"] if row["id"] not in seen]
     return out
 
@@ -159,7 +161,7 @@ def _out_folder(keep: Path | None) -> Iterator[Path]:
         yield Path(tmp)
 
 
-def rerun(args: Sequence[str], out: Path) -> tuple[dict[str, Any] | None, int, str]:
+def rerun(args: Sequence[str], out: Path) -> tuple[Report | None, int, str]:
     """Run certify with `args` in a fresh Python; (its report or None, its exit code, its output's last lines)."""
     proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", *args], capture_output=True,
                           text=True, errors="replace", check=False)
@@ -170,7 +172,26 @@ def rerun(args: Sequence[str], out: Path) -> tuple[dict[str, Any] | None, int, s
         return None, proc.returncode, tail
 
 
-def verify(path: Path, keep: Path | None = None) -> dict[str, Any]:
+class DifferenceRow(TypedDict):
+    """A :class:`Difference` as ``--json`` writes it."""
+
+    where: str
+    recorded: object
+    now: object
+
+
+class Verification(TypedDict):
+    """``report verify --json``: whether the re-run agrees, and every difference."""
+
+    report: str
+    verified: bool
+    verdict: str
+    rows: int
+    certify_args: list[str]
+    differences: list[DifferenceRow]
+
+
+def verify(path: Path, keep: Path | None = None) -> Verification:
     """The verification of the report at `path`: ``verified``, the re-run's arguments and every difference."""
     report = load_report(path)
     with _out_folder(keep) as out:
@@ -188,10 +209,10 @@ def verify(path: Path, keep: Path | None = None) -> dict[str, Any]:
         differences += [d for d in compare(report, again) if not d.where.startswith("environment ")]
     return {"report": str(path), "verified": not differences, "verdict": report["verdict"]["label"],
             "rows": len(report["tests"]), "certify_args": plan.args[:-2],
-            "differences": [asdict(d) for d in differences]}
+            "differences": [DifferenceRow(where=d.where, recorded=d.recorded, now=d.now) for d in differences]}
 
 
-def format_verification(result: Mapping[str, Any]) -> str:
+def format_verification(result: Verification) -> str:
     args = " ".join(result["certify_args"])
     if result["verified"]:
         return (f"VERIFIED: {result['report']}: certify {args} gave the verdict {result['verdict']} again and all "
