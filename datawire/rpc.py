@@ -47,6 +47,10 @@ class PeerGone(Exception):
     """The peer went away (its connection closed, its process died) or broke the conversation."""
 
 
+class NoAnswer(TimeoutError):
+    """No reply within the time a caller gave (not the peer's own TimeoutError, which crosses as a record)."""
+
+
 # ---------------------------------------------------------------------------------------------- the envelope
 
 
@@ -161,7 +165,7 @@ class Client:
         self._lock = threading.Lock()
         self._turn = threading.Condition(self._lock)  # a waiting thread's turn at reading (``read`` given)
         self._reading = False
-        self._send_lock = threading.Lock()
+        self.send_lock = threading.Lock()
         self._next = 1
         self._pending: dict[int, Pending] = {}
         #: requests whose caller stopped waiting: a late reply to each is still taken, once
@@ -191,11 +195,11 @@ class Client:
 
     def answer(self, slot: Pending, timeout: float | None) -> Any:
         """The slot's reply (its value, or its exception raised), waited for at most ``timeout`` seconds:
-        TimeoutError past it, and the request is abandoned (its late reply is taken and dropped)."""
+        :class:`NoAnswer` past it, and the request is abandoned (its late reply is taken and dropped)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         if not (self._lead(slot, deadline) if self._read is not None else slot.wait(timeout)):
             self.abandon(slot)
-            raise TimeoutError(f"no answer to {slot.op!r} within {timeout} s")
+            raise NoAnswer(f"no answer to {slot.op!r} within {timeout} s")
         return slot.result()
 
     def call(self, op: str, body: Any, timeout: float | None = None) -> Any:
@@ -209,7 +213,7 @@ class Client:
             pass
 
     def send(self, sections: tuple[Any, ...]) -> None:
-        with self._send_lock:
+        with self.send_lock:
             frames.send(self.conn, *sections)
 
     def abandon(self, slot: Pending) -> None:
@@ -233,7 +237,7 @@ class Client:
         finally:
             self.close()
             if self.owns_conn:
-                with self._send_lock:
+                with self.send_lock:
                     try:
                         self.conn.close()
                     except OSError:
