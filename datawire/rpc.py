@@ -232,8 +232,10 @@ class Client:
         try:
             while self.take(frames.recv(self.conn, self.limit)):
                 pass
-        except (EOFError, OSError, WireError):
-            pass  # closed, or not the wire's: the peer is gone either way
+        except WireError as exc:  # a frame that is not even a frame: the peer is not to be trusted with another
+            self.broke = self.broke or f"sent a frame that is not the wire's ({exc})"
+        except (EOFError, OSError):
+            pass  # closed: the peer is gone
         finally:
             self.close()
             if self.owns_conn:
@@ -261,7 +263,9 @@ class Client:
                     raise PeerGone(self.broke or "")
             except TimeoutError:
                 return slot.done
-            except (EOFError, OSError, WireError, PeerGone):
+            except (EOFError, OSError, WireError, PeerGone) as exc:
+                if isinstance(exc, WireError):
+                    self.broke = self.broke or f"sent a frame that is not the wire's ({exc})"
                 self.close()
                 raise self.gone() from None
             finally:
