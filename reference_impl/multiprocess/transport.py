@@ -130,9 +130,6 @@ class NixlTransport:
         """Registrations the next reset ends (memory of the current cluster that is not an arena)."""
         return len(self._regs)
 
-    def peer_names(self) -> list[str]:
-        return sorted(self._peers)
-
     def reset(self) -> None:
         """Deregister every segment but the kept ones (the scratch buffer, the node's arenas, shared buffers still
         alive) at a node reset. Remote agents stay loaded, endpoints and all: a peer is loaded afresh only when its
