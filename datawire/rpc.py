@@ -357,7 +357,7 @@ class Responder:
         while True:
             try:
                 sections = frames.recv(self.conn, self.limit)
-            except (EOFError, OSError, WireError):
+            except (EOFError, OSError, ValueError):  # closed (a closed socket has no fd), or not even a frame
                 return
             try:
                 message = read_message(sections)
