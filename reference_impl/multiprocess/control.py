@@ -86,7 +86,7 @@ def _receive_timeout(conn: Connection, seconds: float) -> None:
         sock.detach()
 
 
-class PeerGone(Exception):
+class PeerGone(rpc.PeerGone):
     """The control connection to the peer is closed (the peer process died or the link was dropped)."""
 
 
