@@ -7,7 +7,9 @@ The kit and its isolated backend (``conformance_tests.isolation``), the node hos
 * :mod:`datawire.codec` - values to bytes and back (msgpack, a closed vocabulary, handles through hooks);
 * :mod:`datawire.vocabulary` - the API's enums and value types by name, and the exception kinds;
 * :mod:`datawire.errors` - exceptions as records (kind, status code, message, traceback);
-* :mod:`datawire.frames` - size-bounded frames on a pipe or socket.
+* :mod:`datawire.frames` - size-bounded frames on a pipe or socket;
+* :mod:`datawire.rpc` - requests and replies: one envelope, one status vocabulary, the reply slot, the client and
+  the responder every boundary uses.
 
 Nothing here imports the kit, the reference or the node host.
 """

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import socket
 import struct
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .codec import MAX_FRAME, WireError
@@ -150,19 +149,3 @@ def _read(sock: socket.socket, n: int) -> bytearray:
             raise EOFError("the connection closed")
         got += k
     return buf
-
-
-def incoming(conn: Any, decode: Callable[[list[memoryview]], Any], who: str) -> Iterator[Any]:
-    """Each frame arriving on ``conn``, decoded, until the connection closes or a frame is not the wire's (said in
-    one line on stderr, as ``who``: nothing more is taken from that connection)."""
-    while True:
-        try:
-            sections = recv(conn)
-        except (EOFError, OSError, WireError):
-            return
-        try:
-            message = decode(sections)
-        except (WireError, ValueError, TypeError) as exc:
-            print(f"{who}: a message that is not the wire's: {exc}", file=sys.stderr, flush=True)
-            return
-        yield message

@@ -14,17 +14,16 @@ which implementation the node runs.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from datawire import ErrorRecord, WireError, frames
+from datawire import Codec as DataCodec
+from datawire import ErrorRecord, WireError, frames, rpc
 
 from .connection import shutdown_connection
-from .wire import OK, read_first, read_reply
 
 READY_TIMEOUT_S = 120.0
 STOP_GRACE_S = 3.0
@@ -34,20 +33,11 @@ DEFAULT_POOL_SIZE = 8
 
 
 class Codec(Protocol):
-    def request(self, req: int, op: str, args: Any, kwargs: Any) -> list[Any]: ...
+    def request(self, args: Any, kwargs: Any) -> list[Any]: ...
 
-    def reply(self, payload: Any) -> Any: ...
+    def reply(self, status: str, payload: Any) -> Any: ...
 
     def _error(self, record: Any) -> BaseException: ...
-
-
-class _Pending:
-    __slots__ = ("event", "status", "value")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.status = ""
-        self.value: Any = None
 
 
 class NodeProcess:
@@ -83,16 +73,13 @@ class NodeProcess:
         self.host: str | None = None  # the other host's spec, for a node there
         self.pid: int = process.pid if process.pid is not None else -1  # another host's node: known once ready
         self.address: Any = None
-        self.dead = threading.Event()
-        self._lock = threading.Lock()
-        self._send_lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
-        #: requests whose caller stopped waiting: their late answers still update what they name, once each; an
-        #: answer to any other request breaks the wire (decoded, such answers would grow what the codec keeps)
-        self._abandoned: set[int] = set()
-        self.broke: str | None = None
-        self._reader: threading.Thread | None = None
+        #: the requests: a late answer to one whose caller stopped waiting still updates what it names, once; an
+        #: answer to any other request breaks the wire (decoded, such answers would grow what the codec keeps).
+        #: The codec is read for each reply: a pooled process gets the next cluster's
+        self.rpc = rpc.Client(conn, lambda status, body: self.codec.reply(status, body), self.gone,
+                              on_close=lambda: getattr(self.process, "mark_gone", lambda: None)())
+        #: another host's node: its channel is its life (``mark_gone`` ends the process's record of it)
+        self.dead = self.rpc.closed
         #: bumped each time a cluster takes the process, and when it gives it back: old handles stop working
         self.lease = 0
         #: a reset not yet answered when a cluster took the process: (its answer, the deadline for it); the
@@ -103,7 +90,7 @@ class NodeProcess:
 
     def wait_ready(self, deadline: float) -> None:
         """Wait for the node's ``("ready", address, pid)`` (or its start-up failure)."""
-        if self._reader is not None:  # ready long ago: a pooled process serving another cluster
+        if self.rpc.reader is not None:  # ready long ago: a pooled process serving another cluster
             return
         while not self.conn.poll(0.05):
             if not self.process.is_alive():
@@ -111,7 +98,8 @@ class NodeProcess:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{self.label} process did not start within {READY_TIMEOUT_S:.0f} s")
         try:
-            first = read_first(frames.recv(self.conn))
+            hello = rpc.read_hello(frames.recv(self.conn))
+            first = DataCodec().decode(hello.body)
         except (EOFError, OSError):
             self.process.join(1.0)
             raise RuntimeError(f"{self.label} process exited during start-up (exit code {self.process.exitcode}); "
@@ -119,51 +107,17 @@ class NodeProcess:
                                "(spawn start method)") from None
         except WireError as exc:
             raise RuntimeError(f"{self.label} process sent a first message that is not the wire's: {exc}") from None
-        if first[0] == "fail":
-            if len(first) != 2 or not isinstance(first[1], ErrorRecord):
+        if hello.word == rpc.ERR:
+            if not isinstance(first, ErrorRecord):
                 raise RuntimeError(f"{self.label} process failed to start and said something else than why")
-            raise self.codec._error(first[1])
-        if len(first) != 3 or not isinstance(first[1], tuple) or type(first[2]) is not int:
+            raise self.codec._error(first)
+        if not (isinstance(first, list) and len(first) == 2 and isinstance(first[0], tuple) and type(first[1]) is int):
             raise RuntimeError(f"{self.label} process reported ready with something else than (address, pid)")
-        self.address = first[1]
+        self.address = first[0]
         if self.pid == -1:
-            self.pid = int(first[2])
+            self.pid = int(first[1])
             self.process.pid = self.pid
-        self._reader = threading.Thread(target=self._read_loop, name=f"{self.label}-reader", daemon=True)
-        self._reader.start()
-
-    def _read_loop(self) -> None:
-        try:
-            while True:
-                req, status, payload = read_reply(frames.recv(self.conn))
-                with self._lock:
-                    late = req in self._abandoned
-                    self._abandoned.discard(req)
-                    if not late and req not in self._pending:
-                        self.broke = f"answered request {req}, which the node host has not made or has had answered"
-                        break
-                try:
-                    value: Any = self.codec.reply(payload)
-                except WireError as exc:  # an undecodable reply fails that request only
-                    status, value = "local_err", RuntimeError(f"{self.label} answered with something that is "
-                                                              f"not data: {exc}")
-                with self._lock:
-                    p = self._pending.pop(req, None)
-                if p is not None:
-                    p.status, p.value = status, value
-                    p.event.set()
-        except (EOFError, OSError, WireError):
-            pass  # a closed connection, or one that broke the wire: the node is gone either way
-        finally:
-            mark_gone = getattr(self.process, "mark_gone", None)  # another host's node: its channel is its life
-            if mark_gone is not None:
-                mark_gone()
-            self.dead.set()
-            with self._lock:
-                pending, self._pending = self._pending, {}
-            for p in pending.values():
-                p.status = "gone"
-                p.event.set()
+        self.rpc.start_reader(f"{self.label}-reader")
 
     def reset_succeeded(self) -> bool:
         """Whether the reset this process was still running when the pool leased it (if any) succeeded: the node ran
@@ -179,8 +133,8 @@ class NodeProcess:
         return self.running
 
     def gone(self) -> BaseException:
-        if self.broke is not None:
-            return self._gone_exc(f"{self.label} process (pid {self.pid}) broke the wire: it {self.broke}")
+        if self.rpc.broke is not None:
+            return self._gone_exc(f"{self.label} process (pid {self.pid}) broke the wire: it {self.rpc.broke}")
         return self._gone_exc(f"{self.label} process (pid {self.pid}) is not running")
 
     def call(self, op: str, *args: Any, **kwargs: Any) -> Any:
@@ -193,32 +147,15 @@ class NodeProcess:
     def submit(self, op: str, *args: Any, **kwargs: Any) -> Callable[[float | None], Any]:
         """Send the request now; the returned function waits for its answer (at most its argument's seconds:
         TimeoutError past it, the request then abandoned), so requests to several nodes run at once."""
-        p = _Pending()
-        req = next(self._ids)
-        data = self.codec.request(req, op, args, kwargs)
-        with self._lock:
-            if self.dead.is_set():
-                raise self.gone()
-            self._pending[req] = p
-        try:
-            with self._send_lock:
-                frames.send(self.conn, data)
-        except (OSError, ValueError):
-            with self._lock:
-                self._pending.pop(req, None)
-            raise self.gone() from None
+        slot = self.rpc.submit(op, self.codec.request(args, kwargs))
 
         def answer(timeout: float | None) -> Any:
-            if not p.event.wait(timeout):
-                with self._lock:
-                    if self._pending.pop(req, None) is not None:
-                        self._abandoned.add(req)
-                raise TimeoutError(f"{self.label} did not answer {op!r} within {timeout} s")
-            if p.status == OK:
-                return p.value
-            if p.status in ("err", "local_err") and isinstance(p.value, BaseException):
-                raise p.value
-            raise self.gone()
+            try:
+                return self.rpc.answer(slot, timeout)
+            except rpc.NoAnswer:
+                raise TimeoutError(f"{self.label} did not answer {op!r} within {timeout} s") from None
+            except WireError as exc:  # an undecodable reply fails that request only
+                raise RuntimeError(f"{self.label} answered with something that is not data: {exc}") from None
 
         return answer
 
@@ -234,33 +171,30 @@ class NodeProcess:
             except (ProcessLookupError, OSError):
                 pass
             self.process.join(10.0)
-        if self._reader is not None:
+        if self.rpc.reader is not None:
             self.dead.wait(5.0)
         else:
-            self.dead.set()
+            self.rpc.close()
 
     def request_exit(self) -> None:
         if self.dead.is_set():
             return
-        try:
-            with self._send_lock:
-                frames.send(self.conn, self.codec.request(0, "exit", (), {}))
-        except (OSError, ValueError):
-            pass
+        self.rpc.notify("exit", self.codec.request((), {}))
 
     def finish(self, deadline: float) -> None:
         """Wait for the process until ``deadline``, then kill it; close the pipe. One that never reported ready
         holds nothing worth a graceful exit: it is killed at once."""
-        if self._reader is not None:
+        reader = self.rpc.reader
+        if reader is not None:
             self.process.join(max(0.0, deadline - time.monotonic()))
         if self.process.exitcode is None:
             self.kill()
         self.process.join(5.0)
         shutdown_connection(self.conn)
-        if self._reader is not None:
-            self._reader.join(2.0)
-        if self._reader is None or not self._reader.is_alive():  # else the fd stays with the reader still on it
-            with self._send_lock, contextlib.suppress(OSError):
+        if reader is not None:
+            reader.join(2.0)
+        if reader is None or not reader.is_alive():  # else the fd stays with the reader still on it
+            with self.rpc.send_lock, contextlib.suppress(OSError):
                 self.conn.close()
         try:
             self.process.close()

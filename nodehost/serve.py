@@ -16,9 +16,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from datawire import frames
+from datawire import frames, rpc
 
-from .wire import ERR, OK, first_frame
+from .wire import hello_frame
 
 WATCHDOG_PERIOD_S = 0.5
 MAX_WORKERS = 16
@@ -68,49 +68,39 @@ def start_watchdog(parent_pid: int) -> None:
 def report_start_failure(conn: Any, exc: BaseException) -> None:
     """Tell the parent why the node could not start, then exit."""
     try:
-        frames.send(conn, first_frame("fail", exc))
+        frames.send(conn, *hello_frame(rpc.ERR, exc))
     finally:
         os._exit(1)
 
 
 def serve(conn: Any, rt: Runtime, address: Any) -> None:
-    """Report ``["ready", address, pid]``, then serve requests until the pipe closes; never returns."""
-    frames.send(conn, first_frame("ready", tuple(address), os.getpid()))
-    send_lock = threading.Lock()
+    """Report ready (``[address, pid]``), then serve requests until the pipe closes; never returns."""
+    frames.send(conn, *hello_frame(rpc.OK, [tuple(address), os.getpid()]))
+    # a reset replaces the codec: read it for every message
+    responder = rpc.Responder(conn, lambda op, body: rt.codec.decode_request(op, body),
+                              lambda status, value, seen: rt.codec.reply(status, value, seen), "the node")
 
-    def reply(req: int, status: str, value: Any, seen: list[Any]) -> None:
-        codec = rt.codec  # a reset replaces the codec: read it for every message
+    def dispatch(request: rpc.Request) -> Any:
         try:
-            sections = codec.reply(req, status, value, seen)
-        except Exception as exc:  # noqa: BLE001 - a result that is not data fails its request
-            sections = codec.reply(req, ERR, RuntimeError(f"the node's {type(value).__name__} cannot be sent: {exc}"),
-                                   [])
-        with send_lock:
-            frames.send(conn, *sections)
-
-    def run(req: int, op: str, args: Any, kwargs: Any, seen: list[Any]) -> None:
-        try:
-            try:
-                result, status = rt.dispatch(op, args, kwargs), OK
-            except BaseException as exc:  # noqa: BLE001 - every error goes back to the parent
-                result, status = exc, ERR
+            args, kwargs = request.args
+            return rt.dispatch(request.op, args, kwargs)
         finally:
             rt.active.ended()
+
+    def run(request: rpc.Request) -> None:
         try:
-            reply(req, status, result, seen)
+            responder.answer(request, dispatch)
         except (OSError, EOFError):
             os._exit(0)
 
     pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="node-req")
-    # a reset replaces the codec: read it for every request
-    for (req, op, args, kwargs), seen in frames.incoming(conn, lambda sections: rt.codec.decode_request(sections),
-                                                         "node process"):
-        if op == "exit":
+    quick = getattr(rt, "quick", None)
+    for request in responder.requests():
+        if request.op == "exit":
             break
         rt.active.started()  # counted before the worker runs, so a reset that follows sees it
-        quick = getattr(rt, "quick", None)
-        if quick is not None and quick(op, args):
-            run(req, op, args, kwargs, seen)  # one that never waits: answered here, no thread hand-off
+        if quick is not None and quick(request.op, request.args[0]):
+            run(request)  # one that never waits: answered here, no thread hand-off
         else:
-            pool.submit(run, req, op, args, kwargs, seen)
+            pool.submit(run, request)
     os._exit(0)

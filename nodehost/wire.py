@@ -1,9 +1,8 @@
 """What travels between the node host and a node process of a vendor-API implementation: the project's one wire
 (:mod:`datawire`), data only, locally over a pipe and to other hosts over SSH.
 
-A request is a frame of one codec message ``[req, op, args, kwargs]``. A reply is a frame of two sections, a plain
-header ``[req, status]`` (``status``: ``ok`` or ``err``) and a codec message ``[value, seen]``: the parent always
-learns which request a reply answers, even when its payload cannot be decoded (that request then fails alone). Both ends import
+Requests and replies are :mod:`datawire.rpc`'s envelope: a request's body is the codec message ``[args, kwargs]``,
+a reply's ``[value, seen]`` (the value, or the exception for an ``err`` reply). Both ends import
 the same implementation module, so the API's enums and value types (``CacheDesc``, the keys) cross by name and are
 rebuilt with the receiver's own classes; an exception crosses as a record and the parent rebuilds it with the
 implementation's ``LLMException`` (its ``status_code`` a member of the implementation's ``LLMStatusCode``).
@@ -23,14 +22,13 @@ import os
 import threading
 from typing import Any
 
-from datawire import Codec, Names, WireError, decode_plain, encode_plain, rebuild
+from datawire import Codec, Names, WireError, rebuild, rpc
 
 #: this process's part of every cache handle: a handle made in one node process never resolves in another,
 #: even when a pooled process serves a later cluster under the same cluster id
 _TOKEN = os.urandom(8).hex()
 _PROXY_CLASSES: dict[type, type] = {}
 _PROXY_LOCK = threading.Lock()
-OK, ERR = "ok", "err"
 
 
 def snapshot(cache: Any) -> list[Any]:
@@ -69,14 +67,6 @@ def _cache_handle(fields: list[Any]) -> tuple[int, tuple[str, int], tuple[Any, .
     return fields[1], (fields[2], fields[3]), tuple(fields[4])
 
 
-def read_reply(sections: list[Any]) -> tuple[int, str, Any]:
-    """A reply's header and payload; :class:`~datawire.WireError` when the frame is not one."""
-    got: Any = decode_plain(sections[0]) if len(sections) == 2 else None
-    if not (isinstance(got, list) and len(got) == 2 and type(got[0]) is int and got[1] in (OK, ERR)):
-        raise WireError("a reply that is not [request id, status] and a payload")
-    return got[0], got[1], sections[1]
-
-
 class ParentCodec:
     """The parent's side: proxies go out as handles, handles come back as proxies (one object per handle)."""
 
@@ -111,12 +101,12 @@ class ParentCodec:
         return rebuild(record, getattr(self.module, "LLMException", None), getattr(self.module, "LLMStatusCode", None),
                        "a node process")
 
-    def request(self, req: int, op: str, args: Any, kwargs: Any) -> list[Any]:
-        """A request's frame section (the codec message's buffers)."""
-        return self.codec.encode_parts([req, op, tuple(args), dict(kwargs)])
+    def request(self, args: Any, kwargs: Any) -> list[Any]:
+        """A request's body (the codec message's buffers)."""
+        return self.codec.encode_parts([tuple(args), dict(kwargs)])
 
-    def reply(self, payload: Any) -> Any:
-        """The value a reply's payload carries (its ``seen`` caches update their proxies on the way)."""
+    def reply(self, _status: str, payload: Any) -> Any:
+        """The value a reply's body carries (its ``seen`` caches update their proxies on the way)."""
         got = self.codec.decode(payload)
         if not (isinstance(got, list) and len(got) == 2):
             raise WireError("a reply payload that is not [value, seen]")
@@ -165,8 +155,9 @@ class NodeCodec:
             return ["cache", self.cluster_id, *self.handle_of(obj), snapshot(obj)]
         return None
 
-    def decode_request(self, sections: list[Any]) -> tuple[Any, list[Any]]:
-        """``[req, op, args, kwargs]``, and the caches of this node it named (their state goes back with the reply)."""
+    def decode_request(self, _op: str, body: Any) -> tuple[tuple[Any, Any], list[Any]]:
+        """A request's ``(args, kwargs)``, and the caches of this node it named (their state goes back with the
+        reply)."""
         seen: list[Any] = []
 
         def resolve(fields: list[Any]) -> Any:
@@ -176,26 +167,16 @@ class NodeCodec:
                 seen.append(cache)
             return cache
 
-        if len(sections) != 1:
-            raise WireError("a request of more than one section")
-        got = Codec(self.names, import_handle=resolve).decode(sections[0])
-        if not (isinstance(got, list) and len(got) == 4 and type(got[0]) is int and isinstance(got[1], str)
-                and isinstance(got[2], tuple) and isinstance(got[3], dict)):
-            raise WireError("a request that is not [request id, op, args, kwargs]")
-        return got, seen
+        got = Codec(self.names, import_handle=resolve).decode(body)
+        if not (isinstance(got, list) and len(got) == 2 and isinstance(got[0], tuple) and isinstance(got[1], dict)):
+            raise WireError("a request that is not [args, kwargs]")
+        return (got[0], got[1]), seen
 
-    def reply(self, req: int, status: str, value: Any, seen: list[Any]) -> tuple[Any, ...]:
-        """A reply's frame sections."""
-        return encode_plain([req, status]), self._out.encode_parts([value, seen])
+    def reply(self, _status: str, value: Any, seen: list[Any] | None) -> Any:
+        """A reply's body."""
+        return self._out.encode_parts([value, seen or []])
 
 
-def first_frame(kind: str, *body: Any) -> list[Any]:
-    """A node's first message: ``["ready", address, pid]`` or ``["fail", error record]``."""
-    return Codec().encode_parts([kind, *body])
-
-
-def read_first(sections: list[Any]) -> list[Any]:
-    got = Codec().decode(sections[0]) if len(sections) == 1 else None
-    if not (isinstance(got, list) and got and got[0] in ("ready", "fail")):
-        raise WireError("a first message that is neither ready nor fail")
-    return got
+def hello_frame(status: str, value: Any) -> tuple[Any, ...]:
+    """A node's first message: ``ok`` and ``[address, pid]``, or ``err`` and why it could not start."""
+    return rpc.hello_frame(status, Codec().encode_parts(value))

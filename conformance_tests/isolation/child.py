@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any
 
-from datawire import Codec, Names, NotData, WireError, frames
+from datawire import Codec, Names, NotData, WireError, frames, rpc
 
 from ..backend import call_each
 from . import wire
@@ -63,7 +63,7 @@ class Registry:
                     self.handles.pop(id(obj), None)
 
 
-def _attribute(obj: Any, name: str) -> tuple[str, Any]:
+def _attribute(obj: Any, name: str) -> list[Any]:
     value = getattr(obj, name)
     if inspect.ismethod(value) and value.__self__ is obj and callable(getattr(type(obj), name, None)):
         # called through the owner's handle: one round trip, no handle per lookup; the signature goes along
@@ -73,8 +73,8 @@ def _attribute(obj: Any, name: str) -> tuple[str, Any]:
         except (TypeError, ValueError):
             signature = None
         # a method of the class: the kit may take it as a method of every object of this class
-        return wire.METHOD, [name, signature, f"{type(obj).__module__}.{type(obj).__qualname__}"]
-    return wire.VALUE, value
+        return [wire.METHOD, [name, signature, f"{type(obj).__module__}.{type(obj).__qualname__}"]]
+    return [wire.VALUE, value]
 
 
 def capabilities_as_data(caps: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -99,57 +99,43 @@ def serve(conn: Connection, target: str) -> None:
         backend, resolved = resolve_backend(target)
         caps, left_out = capabilities_as_data(backend_capabilities(backend))
     except BackendError as exc:
-        frames.send(conn, *wire.first_frame("error", str(exc)))
+        frames.send(conn, *rpc.hello_frame(rpc.ERR, Codec().encode_parts(exc)))
         return
     registry = Registry(backend)
     codec = Codec(registry.names, export=registry.export, import_handle=registry.resolve)
-    send_lock = threading.Lock()
+    responder = rpc.Responder(conn, lambda _op, body: (wire.read_request(codec, body), None),
+                              lambda _status, value, _context: codec.encode_parts(value), "the backend")
 
-    def reply(rid: int, status: str, kind: str, value: Any) -> None:
-        try:
-            payload = codec.encode_parts(value)
-        except Exception as exc:  # noqa: BLE001 - what cannot be sent is reported as the call's error
-            status, kind = wire.RAISE, wire.VALUE
-            payload = codec.encode_parts(RuntimeError(f"the backend's {type(value).__name__} cannot be sent: {exc}"))
-        sections = wire.reply_frame(rid, status, kind, payload)
-        with send_lock:
-            frames.send(conn, *sections)
+    def handle(request: rpc.Request) -> Any:
+        hid, name, args, kwargs, _released, _threaded = request.args
+        obj = registry.objects[hid]
+        if request.op == "getattr":
+            return _attribute(obj, str(name))
+        if request.op == "call":
+            return (getattr(obj, str(name)) if name else obj)(*args, **kwargs)
+        if request.op == "each":  # per-tensor steps: through the node's own batch when it has one
+            return call_each(obj, str(name), args[0])
+        if request.op == "api":  # the node's api, described as data (the kit builds its own classes)
+            description, enums = describe(obj.api)
+            for enum_name, cls in enums.items():
+                registry.names.add_enum(enum_name, cls)
+            return description
+        raise ValueError(f"unknown request {request.op!r}")
 
-    def handle(rid: int, op: str, hid: int, name: Any, args: Any, kwargs: Any) -> None:
-        try:
-            obj = registry.objects[hid]
-            if op == "getattr":
-                kind, result = _attribute(obj, str(name))
-            elif op == "call":
-                kind, result = wire.VALUE, (getattr(obj, str(name)) if name else obj)(*args, **kwargs)
-            elif op == "each":  # per-tensor steps: through the node's own batch when it has one
-                kind, result = wire.VALUE, call_each(obj, str(name), args[0])
-            elif op == "api":  # the node's api, described as data (the kit builds its own classes)
-                description, enums = describe(obj.api)
-                for enum_name, cls in enums.items():
-                    registry.names.add_enum(enum_name, cls)
-                kind, result = wire.API, description
-            else:
-                raise ValueError(f"unknown request {op!r}")
-        except BaseException as exc:  # noqa: BLE001 - every exception goes back to the kit (as a record)
-            reply(rid, wire.RAISE, wire.VALUE, exc)
-        else:
-            reply(rid, wire.OK, kind, result)
-
-    frames.send(conn, *wire.first_frame("ready", codec.encode_parts({
+    frames.send(conn, *rpc.hello_frame(rpc.OK, codec.encode_parts({
         "name": str(getattr(backend, "name", "") or ""), "version": str(getattr(backend, "version", "?")),
         "target": resolved, "caps": caps, "caps_left_out": left_out})))
     with ThreadPoolExecutor(max_workers=32, thread_name_prefix="request") as pool:
-        for request in frames.incoming(conn, lambda sections: codec.decode(sections[0]), "isolation child"):
-            rid, op, hid, name, args, kwargs, released, threaded = request
+        for request in responder.requests():
+            _hid, _name, _args, _kwargs, released, threaded = request.args
             if released:
                 registry.release(released)
-            if op == "stop":
+            if request.op == "stop":
                 break
             if threaded:
-                pool.submit(handle, rid, op, hid, name, args, kwargs)
+                pool.submit(responder.answer, request, handle)
             else:
-                handle(rid, op, hid, name, args, kwargs)
+                responder.answer(request, handle)
     # what the backend registered to run at exit runs (the node host ends its nodes on other hosts and waits for
     # its ssh processes: nothing it started there outlives the run), but threads it left behind must not keep
     # this process alive

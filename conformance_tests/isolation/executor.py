@@ -8,15 +8,16 @@ ones, raises :class:`BackendLost` naming the request, the signal or exit status 
 output, until the plugin starts a new process for the next test (:meth:`Executor.revive`); and everything the
 backend started dies with it (:mod:`.processes`).
 
-What the process sends is decoded as data only (:mod:`.wire`): a reply that is not data fails its request with
-:class:`WireError`, an error row naming the call; a frame that is not even a reply ends the process, as a crash.
+What the process sends is decoded as data only (:mod:`.wire`, :mod:`datawire.rpc`): a reply that is not data fails
+its request with :class:`WireError`, an error row naming the call; a frame that is not even a reply, or a reply to a
+request not made, ends the process, as a crash. The thread waiting for a reply reads the pipe itself (no reader
+thread: a thread hand-off per reply would cost more than most calls), in turn with the others waiting.
 """
 
 from __future__ import annotations
 
 import atexit
 import inspect
-import itertools
 import multiprocessing
 import select
 import sys
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 import datawire
-from datawire import Codec, Names, frames
+from datawire import Codec, Names, frames, rpc
 
 from ..deadlines import Deadlines
 from ..errors import HarnessError
@@ -84,13 +85,10 @@ class Executor:
         self.generation = 0
         self.lost: BackendLost | None = None
         self.info: dict[str, Any] = {}
-        self._ids = itertools.count(1)
-        self._send_lock = threading.Lock()
-        self._cond = threading.Condition()
-        self._reading = False
-        self._replies: dict[int, tuple[int, str, str, Any]] = {}
-        #: requests sent, not yet answered: a reply to any other breaks the protocol (kept, such replies would pile up)
-        self._asked: set[int] = set()
+        #: the requests to the current process (a reply to one not made breaks the wire: kept, such replies would
+        #: pile up); the step each thread is waiting on, for what a loss says
+        self._client: rpc.Client | None = None
+        self._step = threading.local()
         self._released: list[int] = []
         self._proc: BackendProcess | None = None
         self._conn: Any = None
@@ -117,19 +115,21 @@ class Executor:
             self._poller.register(self._proc.pidfd, select.POLLIN)
         self.generation += 1
         self.lost = None
-        self._replies.clear()
-        self._asked.clear()
+        self._client = rpc.Client(parent, lambda _status, body: self.codec.decode(body), self._gone,
+                                  read=self._read_frame)
         self._released.clear()
         if not parent.poll(START_TIMEOUT_S):
             self._kill()
             raise StartError(f"the backend's process did not start {self.target} within {START_TIMEOUT_S:.0f}s"
                              f"{self.tail()}")
         try:
-            kind, body = wire.read_first(frames.recv(parent, 1 << 24))
-            if kind == "error":
+            hello = rpc.read_hello(frames.recv(parent, 1 << 24))
+            if hello.word == rpc.ERR:
                 self._kill()
-                raise StartError(str(body))
-            info = self.codec.decode(body)
+                why = Codec().decode(hello.body)
+                raise StartError(why.message if isinstance(why, datawire.ErrorRecord) else
+                                 "the backend's process could not start the backend, and said something else than why")
+            info = self.codec.decode(hello.body)
             if not (isinstance(info, dict) and isinstance(info.get("caps"), dict)
                     and all(isinstance(info.get(k), str) for k in ("name", "version", "target"))):
                 raise datawire.WireError("its ready message is not {name, version, target, caps}")
@@ -153,8 +153,8 @@ class Executor:
         if self._proc is None:
             return
         try:
-            with self._send_lock:
-                frames.send(self._conn, self.codec.encode_parts([0, "stop", 0, None, (), {}, [], False]))
+            assert self._client is not None
+            self._client.notify("stop", wire.request_body(self.codec, 0, None, (), {}, [], False))
             self._proc.wait(STOP_S)
         except Exception:  # noqa: BLE001 - it is going away either way
             pass
@@ -180,6 +180,8 @@ class Executor:
         if self.lost is None:
             self.lost = BackendLost(step, why + self.tail(), hung=hung)
             self._kill()  # what it started goes with it, now
+            if self._client is not None:
+                self._client.close()  # every request waiting fails with the loss, now
         return self.lost
 
     # ------------------------------------------------------------------------------------------ requests
@@ -201,75 +203,46 @@ class Executor:
         if self.lost is not None:
             raise BackendLost(step, f"the backend's process was lost earlier in this test ({self.lost})",
                               hung=self.lost.hung)
-        rid = next(self._ids)
         threaded = threading.current_thread() is not threading.main_thread()
         try:
-            data = self.codec.encode_parts([rid, op, remote._hid, name, args, kwargs or {}, self._released, threaded])
+            body = wire.request_body(self.codec, remote._hid, name, args, kwargs or {}, self._released, threaded)
         except datawire.NotData as exc:
             raise HarnessError(step, f"an argument cannot be sent to the backend's process: {exc}") from None
         self._released = []
-        with self._cond:
-            self._asked.add(rid)
+        client = self._client
+        assert client is not None
+        self._step.name = step
         try:
-            with self._send_lock:
-                frames.send(self._conn, data)
-        except (OSError, AttributeError):
-            raise self._lose(step, f"the backend's process {self._death()} before {step}") from None
-        _rid, status, kind, payload = self._await(rid, step)
-        try:
-            value = self.codec.decode(payload)
+            value = client.answer(client.submit(op, body), self.deadlines.remaining())
+        except rpc.NoAnswer:
+            raise self._timeout(step) from None
         except datawire.WireError as exc:
             raise WireError(step, f"the backend's process answered with something that is not data: {exc}") from None
-        if status == wire.RAISE:
-            if not isinstance(value, BaseException):
-                raise WireError(step, f"the backend's process raised something that is not an exception: "
-                                      f"{type(value).__name__}")
-            raise value
-        if kind == wire.API:
-            try:
-                return kind, self.apis.build(value, self.names)
-            except ValueError as exc:
-                raise WireError(step, f"the backend's process described node.api with something else: {exc}") \
-                    from None
-        return kind, value
+        except KeyboardInterrupt:
+            # the run is being interrupted while the backend works: nothing more will be asked of this
+            # process, and waiting for it (it may hang) would keep the interrupt from ending the run
+            self._lose(step, f"the run was interrupted during {step}; the kit ended the backend's process")
+            raise
+        try:
+            if op == "getattr":
+                return wire.read_attribute(value)
+            if op == "api":
+                return "api", self.apis.build(value, self.names)
+        except ValueError as exc:  # a WireError too
+            raise WireError(step, f"the backend's process described {name or 'node.api'} with something else: "
+                                  f"{exc}") from None
+        return wire.VALUE, value
 
-    def _await(self, rid: int, step: str) -> tuple[int, str, str, Any]:
-        deadline = time.monotonic() + self.deadlines.remaining()
-        while True:
-            with self._cond:
-                if rid in self._replies:
-                    return self._replies.pop(rid)
-                if self.lost is not None:
-                    raise self.lost
-                if self._reading:
-                    self._cond.wait(max(0.0, deadline - time.monotonic()))
-                    if time.monotonic() < deadline or rid in self._replies:
-                        continue
-                    raise self._timeout(step)
-                self._reading = True
-            got: tuple[int, str, str, Any] | None = None
-            try:
-                got = self._read_one(deadline, step)
-            except KeyboardInterrupt:
-                # the run is being interrupted while the backend works: nothing more will be asked of this
-                # process, and waiting for it (it may hang) would keep the interrupt from ending the run
-                self._lose(step, f"the run was interrupted during {step}; the kit ended the backend's process")
-                raise
-            finally:
-                with self._cond:
-                    self._reading = False
-                    if got is not None:
-                        self._replies[got[0]] = got
-                    self._cond.notify_all()
-
-    def _read_one(self, deadline: float, step: str) -> tuple[int, str, str, Any]:
-        """The next reply on the pipe; the process's exit (seen on its pidfd) or a closed pipe lose it."""
+    def _read_frame(self, deadline: float | None) -> list[Any]:
+        """The next frame on the pipe, for a thread waiting for its reply; the process's exit (seen on its pidfd) or
+        a closed pipe: EOFError; TimeoutError past ``deadline``."""
         conn, proc = self._conn, self._proc
-        assert proc is not None
+        if conn is None or proc is None:
+            raise EOFError("the pipe is closed")
         while True:
-            left = deadline - time.monotonic()
+            left = 1e9 if deadline is None else deadline - time.monotonic()
             if left <= 0:
-                raise self._timeout(step)
+                raise TimeoutError
             events = self._poller.poll(max(1, min(int(left * 1000), 100 if proc.pidfd is None else 1 << 30)))
             if not events and proc.pidfd is None and proc.poll() is None:
                 continue  # no pidfd here: the process's exit is polled every 100 ms
@@ -277,22 +250,20 @@ class Executor:
             if not pipe_ready and conn.poll(0):
                 pipe_ready = True
             if pipe_ready:
-                try:
-                    reply = wire.read_reply(frames.recv(conn))
-                except datawire.WireError as exc:
-                    raise self._lose(step, f"the backend's process broke the wire during {step} ({exc}); "
-                                           "the kit ended it") from None
-                except (EOFError, OSError):
-                    raise self._lose(step, f"the backend's process {self._death()} during {step}") from None
-                with self._cond:
-                    asked = reply[0] in self._asked
-                    self._asked.discard(reply[0])
-                if not asked:
-                    raise self._lose(step, f"the backend's process broke the wire during {step} (a reply to request "
-                                           f"{reply[0]}, not made or answered already); the kit ended it")
-                return reply
+                return frames.recv(conn)
             if events or proc.poll() is not None:  # the process exited, every reply it sent read
-                raise self._lose(step, f"the backend's process {self._death()} during {step}")
+                raise EOFError("the process exited")
+
+    def _gone(self) -> BaseException:
+        """What every request raises once the process is gone: the loss, said for the step that saw it."""
+        if self.lost is None:
+            step = getattr(self._step, "name", "a request")
+            broke = self._client.broke if self._client is not None else None
+            why = f"broke the wire during {step}: it {broke}; the kit ended it" if broke else \
+                f"{self._death()} during {step}"
+            self._lose(step, f"the backend's process {why}")
+        assert self.lost is not None
+        return self.lost
 
     def _timeout(self, step: str) -> BackendLost:
         return self._lose(step, f"{step} did not return in time; the kit killed the backend's process (SIGKILL)",

@@ -1,58 +1,47 @@
-"""What crosses the pipe between the kit and the backend's process: frames of the project's one wire
-(:mod:`datawire`), data only.
+"""What crosses the pipe between the kit and the backend's process: :mod:`datawire.rpc`'s requests and replies,
+data only.
 
-A request (kit to backend) is a frame of one codec message: ``[rid, op, handle, name, args, kwargs, released,
-threaded]``. A reply (backend to kit) is a frame of two sections, a plain header ``[rid, status, kind]`` and a codec
-message (the payload), so the kit always learns which request a reply answers, even when the payload is not data
-(that request then fails as an error row, and nothing of it becomes an object in the kit). The first frame is
-``[0, "ready"]`` and a payload (the backend's name, version, target and capabilities), or ``[0, "error", text]``.
+A request's op is one of ``getattr``, ``call``, ``each``, ``api`` (the notice ``stop`` ends the process) and its
+arguments are the codec message ``[handle, name, args, kwargs, released, threaded]``: the object it is made on,
+the attribute, the call's arguments, the handles the kit let go of since its last request, and whether it comes
+from a thread of the kit's other than the main one (it then runs on a thread of the backend's process too). A
+``getattr`` is answered with ``[kind, value]``: a value (:data:`VALUE`) or a method of the object's class
+(:data:`METHOD`); an ``api`` with the node's API described (the kit builds its own classes by name:
+:mod:`conformance_tests.isolation.api`); the others with their value. The first message is the hello: the
+backend's name, version, target and capabilities, or why it could not start.
 
-Plain data crosses by value; members of the API's enums cross by name (each end has its own classes:
-:mod:`conformance_tests.isolation.api`); an exception crosses as a record (kind, status code, message,
-traceback); every other object stays in the backend's process, and the kit gets a handle ``[number, type name]``
-(a handle sent back, ``[number]``, is that very object again).
+Plain data crosses by value; members of the API's enums cross by name; an exception crosses as a record (kind,
+status code, message, traceback); every other object stays in the backend's process, and the kit gets a handle
+``[number, type name]`` (a handle sent back, ``[number]``, is that very object again).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from datawire import WireError, decode_plain, encode_plain
+from datawire import Codec, WireError
 
-#: a reply's status
-OK, RAISE = "ok", "raise"
-#: what an ``ok`` reply's payload is: a value, a method of the object's class, or a node's API described
-VALUE, METHOD, API = "value", "method", "api"
-#: requests (``op``)
-OPS = ("getattr", "call", "each", "api", "stop")
+#: what a ``getattr`` found: a value, or a method of the object's class
+VALUE, METHOD = "value", "method"
 
 
-def reply_frame(rid: int, status: str, kind: str, payload: Any) -> tuple[Any, ...]:
-    """A reply's sections: its plain header, then its payload (a codec message's buffers)."""
-    return encode_plain([rid, status, kind]), payload
+def request_body(codec: Codec, hid: int, name: str | None, args: Any, kwargs: Any, released: list[int],
+                 threaded: bool) -> list[Any]:
+    """A request's arguments, as the codec message's buffers."""
+    return codec.encode_parts([hid, name, args, kwargs, released, threaded])
 
 
-def read_reply(sections: list[memoryview]) -> tuple[int, str, str, memoryview]:
-    """A reply's header and payload; :class:`~datawire.WireError` when the frame is not one (the process then broke
-    the protocol, and cannot be trusted with another request)."""
-    got: Any = decode_plain(sections[0]) if len(sections) == 2 else None
-    if not (isinstance(got, list) and len(got) == 3 and type(got[0]) is int and got[1] in (OK, RAISE)
-            and got[2] in (VALUE, METHOD, API)):
-        raise WireError("a reply that is not [request id, status, kind] and a payload")
-    return got[0], got[1], got[2], sections[1]
+def read_request(codec: Codec, body: Any) -> tuple[int, str | None, Any, Any, list[int], bool]:
+    """A request's arguments; :class:`~datawire.WireError` when they are not what a request carries."""
+    got = codec.decode(body)
+    if not (isinstance(got, list) and len(got) == 6 and type(got[0]) is int and isinstance(got[2], (list, tuple))
+            and isinstance(got[3], dict) and isinstance(got[4], list) and isinstance(got[5], bool)):
+        raise WireError("a request that is not [handle, name, args, kwargs, released, threaded]")
+    return got[0], got[1], got[2], got[3], got[4], got[5]
 
 
-def read_first(sections: list[memoryview]) -> tuple[str, Any]:
-    """The first frame: ``("ready", payload)`` or ``("error", text)``."""
-    got: Any = decode_plain(sections[0])
-    if isinstance(got, list) and len(got) == 2 and got[0] == 0 and got[1] == "ready" and len(sections) == 2:
-        return "ready", sections[1]
-    if (isinstance(got, list) and len(got) == 3 and got[0] == 0 and got[1] == "error" and isinstance(got[2], str)
-            and len(sections) == 1):
-        return "error", got[2]
-    raise WireError("a first message that is neither ready nor error")
-
-
-def first_frame(kind: str, body: Any) -> tuple[Any, ...]:
-    """The first frame's sections: ``ready`` and the payload (a codec message's buffers), or ``error`` and text."""
-    return (encode_plain([0, kind]), body) if kind == "ready" else (encode_plain([0, kind, body]),)
+def read_attribute(got: Any) -> tuple[str, Any]:
+    """A ``getattr``'s answer: ``(kind, value)``."""
+    if not (isinstance(got, list) and len(got) == 2 and got[0] in (VALUE, METHOD)):
+        raise WireError("an attribute that is not [kind, value]")
+    return got[0], got[1]

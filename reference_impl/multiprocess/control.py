@@ -9,19 +9,21 @@ after that every frame is bounded (:data:`MAX_MESSAGE`) and decoded as data only
 closes the connection. ``link(client, server)`` makes the client connect to the server (:class:`PeerLink`); over
 that connection the client asks, the server answers:
 
-* ``["hello", req, client_cluster_id]`` -> ``[server_cluster_id, agent_metadata, generation, removals, scratch,
+* ``hello(client_cluster_id)`` -> ``[server_cluster_id, agent_metadata, generation, removals, scratch,
   agent_name]``: the link handshake; the client loads the server's NIXL metadata (``add_remote_agent``), or keeps
   what an earlier link loaded: as it is when the server's registrations have not changed since, refreshed when
   the server only registered more, loaded afresh when it deregistered anything (``removals`` moved on).
-* ``["open", req, cache_id, timeout_s, known_generation]`` -> ``None`` (no such cache) or a dict describing
+* ``open(cache_id, timeout_s, known_generation)`` -> ``None`` (no such cache) or a dict describing
   the destination cache (tensor addresses in the server's address space, stride, batch size, num_tensors,
   placement, remote accessibility), a pin id and, when the client's metadata is older than the server's
   registrations, fresh metadata. The pin keeps the cache from being freed under the push (see below).
-* ``["close", 0, pin]``: the push is over (no answer).
+* ``close(pin)``, a notice: the push is over (no answer); ``warmed()``, a notice: the link's data path is up.
 
-and the server may send ``["revoke", pin]`` at any time: the pinned cache is being deallocated. The client
+and the server may send the notice ``revoke(pin)`` at any time: the pinned cache is being deallocated. The client
 stops posting (its next layer raises LLM_KV_CACHE_NOT_EXIST) and closes the pin; the server's deallocation
 waits for that close (bounded), so a freed cache is never written, whatever metadata the client holds.
+
+Requests, replies and notices are :mod:`datawire.rpc`'s envelope; a request's arguments are a list.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection, Listener, answer_challenge, deliver_challenge
 from typing import TYPE_CHECKING, Any
 
-from datawire import Codec, WireError, frames
+from datawire import Codec, ErrorRecord, WireError, rpc
 from nodehost.connection import drop_connection, no_delay, shutdown_connection
 
 if TYPE_CHECKING:
@@ -49,22 +51,30 @@ HANDSHAKE_S = 5.0
 MAX_HANDSHAKES = 64
 #: the largest control message (NIXL agent metadata is the largest part)
 MAX_MESSAGE = 64 << 20
+
+
+def _remote_error(record: ErrorRecord) -> BaseException:
+    """A peer's exception, as its one line (a push reports it inside its own LLMException)."""
+    return RuntimeError(f"{record.type_name.rsplit('.', 1)[-1] or record.kind}: {record.message}")
+
+
 #: every control message is data only
-_CODEC = Codec()
+_CODEC = Codec(make_error=_remote_error)
 
 
-def _send(conn: Connection, msg: Any) -> None:
-    frames.send(conn, _CODEC.encode_parts(msg))
+def _args(_op: str, body: Any) -> tuple[tuple[Any, ...], None]:
+    args = _CODEC.decode(body)
+    if not isinstance(args, list):
+        raise WireError("a control request whose arguments are not a list")
+    return tuple(args), None
 
 
-def _recv(conn: Connection) -> Any:
-    sections = frames.recv(conn, MAX_MESSAGE)
-    if len(sections) != 1:
-        raise WireError("a control message of more than one section")
-    msg = _CODEC.decode(sections[0])
-    if not (isinstance(msg, list) and msg and isinstance(msg[0], str)):
-        raise WireError("a control message that is not [op, ...]")
-    return msg
+def _body(_status: str, value: Any, _context: Any = None) -> Any:
+    return _CODEC.encode_parts(value)
+
+
+def _value(_status: str, body: Any) -> Any:
+    return _CODEC.decode(body)
 
 
 def _receive_timeout(conn: Connection, seconds: float) -> None:
@@ -76,7 +86,7 @@ def _receive_timeout(conn: Connection, seconds: float) -> None:
         sock.detach()
 
 
-class PeerGone(Exception):
+class PeerGone(rpc.PeerGone):
     """The control connection to the peer is closed (the peer process died or the link was dropped)."""
 
 
@@ -92,7 +102,7 @@ class ServerConn:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self._send_lock = threading.Lock()
+        self.responder = rpc.Responder(conn, _args, _body, "control server", MAX_MESSAGE)
         self.client_id: int | None = None
         #: a link of the current cluster uses it (a hello came since the node's last reset)
         self.linked = False
@@ -100,13 +110,9 @@ class ServerConn:
         #: syncs the remote table once per link: caches added later stay invisible to this client until it re-links
         self.table: RemoteTable | None = None
 
-    def send(self, msg: Any) -> bool:
-        try:
-            with self._send_lock:
-                _send(self.conn, msg)
-            return True
-        except (OSError, EOFError, ValueError):
-            return False
+    def notify(self, op: str, *args: Any) -> bool:
+        """A notice to the linked client; False when it cannot be sent."""
+        return self.responder.notify(op, _CODEC.encode_parts(list(args)))
 
 
 Handler = Callable[[ServerConn, str, tuple[Any, ...]], Any]
@@ -176,22 +182,16 @@ class ControlServer:
 
     def _serve(self, sc: ServerConn) -> None:
         try:
-            while True:
+            for request in sc.responder.requests():
                 try:
-                    op, req, *args = _recv(sc.conn)
-                except (EOFError, OSError, WireError, ValueError):
-                    return
-                try:
-                    reply = ["reply", req, "ok", self._handler(sc, op, tuple(args))]
-                except Exception as exc:  # noqa: BLE001 - errors go back to the asking peer
-                    reply = ["reply", req, "err", f"{type(exc).__name__}: {exc}"]
-                if req:
-                    sc.send(reply)
+                    sc.responder.answer(request, lambda r: self._handler(sc, r.op, r.args))
+                except (OSError, EOFError, ValueError):
+                    return  # the client is gone
         finally:
             with self._conns_lock:
                 self._conns.discard(sc)
             self._on_close(sc)
-            with sc._send_lock, contextlib.suppress(OSError):  # a revoke being sent holds the fd until it is done
+            with sc.responder.send_lock, contextlib.suppress(OSError):  # a revoke being sent holds the fd
                 sc.conn.close()
 
     def close(self) -> None:
@@ -267,7 +267,7 @@ class PinTable:
             victims = [p for p in self._pins.values() if p.cache_id == cache_id]
         try:
             for p in victims:
-                if not p.owner.send(["revoke", p.pin_id]):
+                if not p.owner.notify("revoke", p.pin_id):
                     self.release(p.pin_id)
             for p in victims:
                 p.released.wait(p.timeout_s + grace_s)
@@ -280,17 +280,8 @@ class PinTable:
 # ---------------------------------------------------------------------------------------------- client
 
 
-class _Waiter:
-    __slots__ = ("event", "status", "value")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.status = ""
-        self.value: Any = None
-
-
 class PeerLink:
-    """The client end of a link: requests with answers, fire-and-forget messages and revocations."""
+    """The client end of a link: requests with answers, notices and revocations."""
 
     def __init__(self, server_id: int, address: tuple[str, int], authkey: bytes) -> None:
         self.server_id = server_id
@@ -300,74 +291,36 @@ class PeerLink:
         self.data_path = threading.Event()
         self.data_path_error: str | None = None
         self.conn: Connection = no_delay(Client(self.address, family="AF_INET", authkey=authkey))
-        self.broken = threading.Event()
         self._lock = threading.Lock()
-        self._send_lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._waiting: dict[int, _Waiter] = {}
         self._revoked: set[int] = set()
-        threading.Thread(target=self._read_loop, name=f"peer-{server_id}", daemon=True).start()
+        self.rpc = rpc.Client(self.conn, _value, lambda: PeerGone(f"link to cluster {self.server_id} went down"),
+                              on_notice=self._notice, owns_conn=True, limit=MAX_MESSAGE)
+        #: set when the connection is closed (the peer went away, the link was dropped, the wire broke)
+        self.broken = self.rpc.closed
+        self.rpc.start_reader(f"peer-{server_id}")
 
-    def _read_loop(self) -> None:
-        try:
-            while True:
-                msg = _recv(self.conn)
-                if msg[0] == "revoke" and len(msg) == 2:
-                    with self._lock:
-                        self._revoked.add(msg[1])
-                    continue
-                if msg[0] != "reply" or len(msg) != 4:
-                    raise WireError("a control message that is neither a reply nor a revoke")
-                _, req, status, value = msg
-                with self._lock:
-                    w = self._waiting.pop(req, None)
-                if w is not None:
-                    w.status, w.value = status, value
-                    w.event.set()
-        except (EOFError, OSError, ValueError):  # closed, or not the wire's (WireError is a ValueError)
-            pass
-        finally:
-            self.broken.set()
-            with self._send_lock, contextlib.suppress(OSError):  # this thread reads the fd: it closes it
-                self.conn.close()
-            with self._lock:
-                waiting, self._waiting = self._waiting, {}
-            for w in waiting.values():
-                w.status = "gone"
-                w.event.set()
+    def _notice(self, op: str, body: Any) -> None:
+        args = _CODEC.decode(body)
+        if op != "revoke" or not isinstance(args, list) or len(args) != 1:
+            raise WireError("a control notice that is not a revoke")
+        with self._lock:
+            self._revoked.add(args[0])
 
     def request(self, op: str, *args: Any, timeout: float) -> Any:
         """Send and wait for the answer; PeerGone / PeerTimeout / RuntimeError (the server's error)."""
-        w = _Waiter()
-        req = next(self._ids)
-        with self._lock:
-            if self.broken.is_set():
-                raise PeerGone(f"link to cluster {self.server_id} is down")
-            self._waiting[req] = w
+        if self.broken.is_set():
+            raise PeerGone(f"link to cluster {self.server_id} is down")
+        slot = self.rpc.submit(op, _CODEC.encode_parts(list(args)))
         try:
-            with self._send_lock:
-                _send(self.conn, [op, req, *args])
-        except (OSError, ValueError) as exc:
-            with self._lock:
-                self._waiting.pop(req, None)
-            raise PeerGone(f"link to cluster {self.server_id} is down: {exc}") from None
-        if not w.event.wait(timeout):
-            with self._lock:
-                self._waiting.pop(req, None)
-            raise PeerTimeout(f"cluster {self.server_id} did not answer {op!r} within {timeout:.3f} s")
-        if w.status == "gone":
-            raise PeerGone(f"link to cluster {self.server_id} went down")
-        if w.status == "err":
-            raise RuntimeError(w.value)
-        return w.value
+            return self.rpc.answer(slot, timeout)
+        except TimeoutError:
+            raise PeerTimeout(f"cluster {self.server_id} did not answer {op!r} within {timeout:.3f} s") from None
+        except WireError as exc:
+            raise RuntimeError(str(exc)) from None
 
     def send(self, op: str, *args: Any) -> None:
-        """Fire and forget (errors are ignored: a dead peer has nothing to release)."""
-        try:
-            with self._send_lock:
-                _send(self.conn, [op, 0, *args])
-        except (OSError, ValueError):
-            pass
+        """A notice (errors are ignored: a dead peer has nothing to release)."""
+        self.rpc.notify(op, _CODEC.encode_parts(list(args)))
 
     def begin(self, server_id: int) -> None:
         """A new link over this connection (kept from an earlier cluster's link to the same process)."""
@@ -387,4 +340,4 @@ class PeerLink:
 
     def close(self) -> None:
         shutdown_connection(self.conn)
-        self.broken.set()
+        self.rpc.close()

@@ -118,7 +118,7 @@ PEAK_MIB = 250
 
 @pytest.mark.parametrize(("attack", "said"), [
     ("values", "a message of more than 1048576 values"),
-    ("request_ids", "broke the wire during AimingCacheManager.push_cache (a reply to request"),
+    ("request_ids", "broke the wire during AimingCacheManager.push_cache: it answered request"),
 ])
 def test_small_frames_that_would_take_the_kits_memory_fail_that_call_and_the_run_goes_on(tmp_path, attack, said):
     """8 MB of empty maps as a push's reply, or 400,000 replies to requests never made: that push is an error row

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import reference_impl as ref
-from datawire import WireError
+from datawire import WireError, rpc
 from nodehost.memory import HostMemory, Intervals, device_accessor_kind
-from nodehost.wire import NodeCodec, ParentCodec, read_reply
+from nodehost.wire import NodeCodec, ParentCodec
 
 
 def test_host_memory_by_address() -> None:
@@ -97,9 +97,9 @@ def _sections(*sections: object) -> list[bytes]:
 
 
 def _to_parent(node: NodeCodec, parent: ParentCodec, value: object, status: str = "ok") -> object:
-    req, got_status, payload = read_reply(_sections(*node.reply(5, status, value, [])))
-    assert (req, got_status) == (5, status)
-    return parent.reply(payload)
+    message = rpc.read_message(_sections(*rpc.reply_frame(5, status, node.reply(status, value, []))))
+    assert (message.kind, message.rid, message.word) == (rpc.REPLY, 5, status)
+    return parent.reply(status, message.body)
 
 
 def test_caches_travel_as_handles_and_come_back_as_themselves() -> None:
@@ -110,15 +110,14 @@ def test_caches_travel_as_handles_and_come_back_as_themselves() -> None:
     assert (proxy.cache_id, proxy.tensor_addrs, proxy.is_blocks_cache) == (7, [4096, 8192], False)
     assert proxy.cache_desc.shape == [2, 8] and proxy.cache_desc.data_type is ref.DataType.DT_UINT8
     assert _to_parent(node, parent, real) is proxy  # one proxy per handle
-    (req, op, args, kwargs), seen = node.decode_request(_sections(parent.request(3, "cm", ("call", proxy), {})))
-    assert (req, op) == (3, "cm") and args[1] is real and seen == [real]
+    (args, _kwargs), seen = node.decode_request("cm", _sections(parent.request(("call", proxy), {}))[0])
+    assert args[1] is real and seen == [real]
 
 
 def test_value_types_and_enums_are_rebuilt_with_the_receivers_classes() -> None:
     node, parent = NodeCodec(ref, cluster_id=1), ParentCodec(ref)
     key = ref.CacheKeyByIdAndIndex(2, 9, 1)
-    (_req, _op, args, _kw), _seen = node.decode_request(_sections(parent.request(1, "cm", (key, ref.Placement.DEVICE),
-                                                                                  {})))
+    (args, _kw), _seen = node.decode_request("cm", _sections(parent.request((key, ref.Placement.DEVICE), {}))[0])
     assert args[0] == key and args[0] is not key and args[1] is ref.Placement.DEVICE
 
 
@@ -152,9 +151,9 @@ def test_exceptions_cross_as_records_and_keep_their_status_code() -> None:
 
 def test_a_reply_that_is_not_the_wire_is_refused() -> None:
     with pytest.raises(WireError):
-        read_reply([pickle.dumps((1, "ok")), b""])
+        rpc.read_message([pickle.dumps((1, "ok")), b""])
     with pytest.raises(WireError):
-        ParentCodec(ref).reply(pickle.dumps([1, []]))
+        ParentCodec(ref).reply("ok", pickle.dumps([1, []]))
 
 
 @pytest.mark.parametrize("reply", [

@@ -41,28 +41,27 @@ def _aimed() -> bool:
 
 
 def _around_the_encoder(action: str) -> None:
-    from conformance_tests.isolation import wire
-    from datawire import Codec, decode_plain, encode_plain, frames
+    from datawire import Codec, decode_plain, frames, rpc
 
     if action == "values":
-        reply_frame = wire.reply_frame
+        reply_frame = rpc.reply_frame
         body = b"\xdd" + MAPS.to_bytes(4, "big") + b"\x80" * MAPS  # a msgpack list of MAPS empty maps
 
-        def amplifying(rid: int, status: str, kind: str, payload: Any) -> Any:
+        def amplifying(rid: int, status: str, payload: Any) -> Any:
             if not _aimed():
-                return reply_frame(rid, status, kind, payload)
-            return reply_frame(rid, "ok", "value", len(body).to_bytes(4, "little") + body)
+                return reply_frame(rid, status, payload)
+            return reply_frame(rid, rpc.OK, len(body).to_bytes(4, "little") + body)
 
-        wire.reply_frame = amplifying  # type: ignore[assignment]
+        rpc.reply_frame = amplifying  # type: ignore[assignment]
         return
     send = frames.send
     nothing = Codec().encode(None)
 
     def with_strangers(conn: Any, *sections: Any) -> None:
         if len(sections) == 2 and _aimed():
-            rid = decode_plain(sections[0])[0]
+            rid = decode_plain(sections[0])[1]
             for i in range(STRANGERS):
-                send(conn, encode_plain([rid + 1_000_000 + i, "ok", "value"]), nothing)
+                send(conn, *rpc.reply_frame(rid + 1_000_000 + i, rpc.OK, nothing))
         send(conn, *sections)
 
     frames.send = with_strangers  # type: ignore[assignment]

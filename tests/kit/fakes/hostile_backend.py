@@ -82,34 +82,34 @@ def _manager(action: str) -> type:
 
 def _go_around_the_encoder(action: str) -> None:
     """Replace the kit's encoding in this (the backend's) process by pickles of the payload."""
-    from conformance_tests.isolation import wire
+    from datawire import rpc
 
-    reply_frame, first_frame = wire.reply_frame, wire.first_frame
+    reply_frame, hello_frame = rpc.reply_frame, rpc.hello_frame
     evil = pickle.dumps(Evil())
 
     def message(body: bytes) -> bytes:  # a codec message's framing around a body of the attacker's making
         return len(body).to_bytes(4, "little") + body
 
-    def hostile_reply(rid: int, status: str, kind: str, payload: Any) -> Any:
+    def hostile_reply(rid: int, status: str, body: Any) -> Any:
         if not getattr(_AIM, "on", False):
-            return reply_frame(rid, status, kind, payload)
+            return reply_frame(rid, status, body)
         _AIM.on = False
         if action == "wire_result":
-            return reply_frame(rid, "ok", "value", evil)
+            return reply_frame(rid, rpc.OK, evil)
         if action == "wire_exception":
-            return reply_frame(rid, "raise", "value", pickle.dumps(EvilError("boom")))
+            return reply_frame(rid, rpc.ERR, pickle.dumps(EvilError("boom")))
         if action == "wire_handle":
-            return reply_frame(rid, "ok", "value", message(msgpack.packb(msgpack.ExtType(9, evil))))
+            return reply_frame(rid, rpc.OK, message(msgpack.packb(msgpack.ExtType(9, evil))))
         return (evil,)  # wire_frame: the whole frame
 
-    def hostile_first(kind: str, body: Any) -> Any:
-        if action == "wire_caps" and kind == "ready":
-            return first_frame(kind, pickle.dumps({"name": "fake-wire-caps", "version": "0", "target": "x",
-                                                   "caps": {"placements": ["HOST"], "x": Evil()}}))
-        return first_frame(kind, body)
+    def hostile_hello(status: str, body: Any) -> Any:
+        if action == "wire_caps" and status == rpc.OK:
+            return reply_frame(rpc.HELLO, status, pickle.dumps({"name": "fake-wire-caps", "version": "0", "target": "x",
+                                                               "caps": {"placements": ["HOST"], "x": Evil()}}))
+        return hello_frame(status, body)
 
-    wire.reply_frame = hostile_reply  # type: ignore[assignment]
-    wire.first_frame = hostile_first  # type: ignore[assignment]
+    rpc.reply_frame = hostile_reply  # type: ignore[assignment]
+    rpc.hello_frame = hostile_hello  # type: ignore[assignment]
 
 
 def _backend(action: str) -> Any:
