@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from conformance_tests.report.model import VerdictKind
+
 CERTIFIED = 0
 NOT_CERTIFIED = 1
 USAGE_ERROR = 2
@@ -56,11 +58,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
 BY_CODE = {e.code: e for e in EXIT_CODES}
 
 #: the exit code of each verdict kind (reports/README.md, "The verdict")
-BY_VERDICT_KIND = {
-    "certified": CERTIFIED,
-    "certified_with_waivers": CERTIFIED_WITH_WAIVERS,
-    "partial": PARTIAL,
-    "not_certified": NOT_CERTIFIED,
+BY_VERDICT_KIND: dict[str, int] = {
+    VerdictKind.CERTIFIED: CERTIFIED,
+    VerdictKind.CERTIFIED_WITH_WAIVERS: CERTIFIED_WITH_WAIVERS,
+    VerdictKind.PARTIAL: PARTIAL,
+    VerdictKind.NOT_CERTIFIED: NOT_CERTIFIED,
 }
 
 
@@ -68,7 +70,7 @@ def for_verdict(verdict: Mapping[str, Any]) -> int:
     """The exit code a report's verdict gives (``certify``, and ``report merge`` for the report it makes)."""
     kind = verdict.get("kind")
     if kind is None:  # a verdict without a kind (a fallback): judge by the label
-        kind = "certified" if verdict.get("certified") else "not_certified"
+        kind = VerdictKind.CERTIFIED if verdict.get("certified") else VerdictKind.NOT_CERTIFIED
     return BY_VERDICT_KIND.get(str(kind), NOT_CERTIFIED)
 
 

@@ -15,7 +15,7 @@ from conformance_tests.report.shades import Shade, VerdictClass
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = sorted([*(ROOT / "conformance_tests" / "report").glob("*.py"), ROOT / "mutants" / "run.py",
-                  ROOT / "conformance_tests" / "finish.py"])
+                  ROOT / "conformance_tests" / "finish.py", ROOT / "conformance_tests" / "exitcodes.py"])
 KINDS = {kind.value for kind in VerdictKind}
 SHADES = {shade.value for shade in Shade}
 LABELS = set(LABEL_KIND)
