@@ -33,7 +33,7 @@ EXIT_FUNCTIONS_S = 20.0
 #: the modules the kit needs from its dependencies (pyproject's [project] dependencies; a self-test compares):
 #: pytest_rerunfailures is a pytest plugin pytest loads itself, for certify --reruns N
 RUNTIME_MODULES = ("numpy", "yaml", "jsonschema", "pytest", "hypothesis", "pytest_timeout", "pytest_rerunfailures",
-                   "jinja2", "msgpack", "execnet")
+                   "jinja2", "markupsafe", "msgpack", "execnet")
 
 
 def missing_dependency() -> str | None:
