@@ -1,9 +1,10 @@
 """The history machine (a hypothesis ``RuleBasedStateMachine``): its rules are the operations the backend
-protocol offers, in any order the protocol allows — link, unlink, allocate, register (at uneven offsets), free,
-rewrite, inject faults and push (valid, in every situation the spec declares, broken by a generate rule of any
-clause, repeated, from several threads at once) — and its model is the kit's oracle (:mod:`.world`, the
-testbed's snapshots).  Each push is judged by the clause of its situation; after every other step every byte
-the kit can see must be as the history left it.  A failure shrinks to a minimal history.
+protocol offers, one rule each, in any order the protocol allows — link, unlink, allocate, register (at uneven
+offsets), free, free again, rewrite and push (valid, in every situation the spec declares: a rule per situation,
+broken by a generate rule of any clause, repeated, from several threads at once) — and its model is the kit's
+oracle (:mod:`.world`, the testbed's snapshots).  Each push is judged by the clause of its situation; after every
+other step every byte the kit can see must be as the history left it (the invariant ``bytes_as_left``).  A failure
+shrinks to a minimal history.
 
 The situation builders are bound to the names of the schema's ``history_situation`` enum (:data:`SITUATIONS`;
 a self-test compares the two), as procedures are to the ``procedure`` enum.
