@@ -49,7 +49,7 @@ def pushes_in_a_row(m: HistoryMachine, plan: Plan, count: int, label: str) -> No
     try:
         for i in range(count):
             mark = len(rec.lines)
-            m.push_valid(replace(plan, src_batch=i % src_b, dst_batch=(i + 1) % dst_b),
+            m.judge_valid(replace(plan, src_batch=i % src_b, dst_batch=(i + 1) % dst_b),
                             f"{label}, push {i + 1} of {count}")
             del rec.lines[mark:]
             done += 1

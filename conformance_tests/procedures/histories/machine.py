@@ -1,9 +1,10 @@
 """The history machine (a hypothesis ``RuleBasedStateMachine``): its rules are the operations the backend
-protocol offers, in any order the protocol allows — link, unlink, allocate, register (at uneven offsets), free,
-rewrite, inject faults and push (valid, in every situation the spec declares, broken by a generate rule of any
-clause, repeated, from several threads at once) — and its model is the kit's oracle (:mod:`.world`, the
-testbed's snapshots).  Each push is judged by the clause of its situation; after every other step every byte
-the kit can see must be as the history left it.  A failure shrinks to a minimal history.
+protocol offers, one rule each, in any order the protocol allows — link, unlink, allocate, register (at uneven
+offsets), free, free again, rewrite and push (valid, in every situation the spec declares: a rule per situation,
+broken by a generate rule of any clause, repeated, from several threads at once) — and its model is the kit's
+oracle (:mod:`.world`, the testbed's snapshots).  Each push is judged by the clause of its situation; after every
+other step every byte the kit can see must be as the history left it (the invariant ``bytes_as_left``).  A failure
+shrinks to a minimal history.
 
 The situation builders are bound to the names of the schema's ``history_situation`` enum (:data:`SITUATIONS`;
 a self-test compares the two), as procedures are to the ``procedure`` enum.
@@ -18,24 +19,34 @@ from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+from hypothesis.stateful import (
+    Bundle,
+    MultipleResults,
+    RuleBasedStateMachine,
+    consumes,
+    initialize,
+    invariant,
+    multiple,
+    precondition,
+    rule,
+)
 
-from ... import violations
 from ...coverage.durations import delay_keys, fraction_class
 from ...coverage.measure import relations
-from ...spec import CacheSpec, Clause
+from ...spec import CacheSpec
 from ...spec.model import DelayClass
 from ...testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from . import draws
 from .bed import HistoryBed
+from .broken import push_broken
 from .by_relation import NODES, drawn_relation, push_in_relation
 from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
 from .long_runs import long_run
 from .making import Making
-from .planning import Planning, divisors, layout_of
+from .planning import Planning, divisors
 from .pushes import NATURAL_MS, HistoryRun, Plan, judge_push, push_for, still
-from .world import NodeState, World
+from .world import CacheState, LinkState, NodeState, World
 
 #: the situation a configuration stream reaches by construction at its budget's edge (HistoryMachine.open)
 EDGE_DELAY = "delay_within_budget"
@@ -61,8 +72,50 @@ def situation(*names: str) -> Callable[[Builder], Builder]:
     return deco
 
 
+# ---- what the rules draw from the bundles (a bundle keeps what a history made; the world says what still is) ----
+
+
+def alive_node(v: object) -> bool:
+    return isinstance(v, NodeState) and v.alive
+
+
+def usable_link(v: object) -> bool:
+    return isinstance(v, LinkState) and v.usable
+
+
+def live_cache(v: object) -> bool:
+    return isinstance(v, CacheState) and v.live
+
+
+def freeable(v: object) -> bool:
+    return isinstance(v, CacheState) and v.live and v.can_free
+
+
+def refreeable(v: object) -> bool:
+    """A freed allocated cache on a live node (freeing it again is a documented no-op)."""
+    return isinstance(v, CacheState) and v.freed and not v.registered and (v.host is None or v.host.alive)
+
+
+def holds(bundle: str, pred: Callable[[object], bool]) -> Callable[[Any], bool]:
+    """A precondition: ``bundle`` holds a value ``pred`` accepts (so that a rule's filtered draw from it cannot
+    fail: an entry a push situation freed, unlinked or killed stays in the bundle, the filter passing it over)."""
+    return lambda m: any(pred(m.names_to_values[ref.name]) for ref in m.bundle(bundle))
+
+
 class HistoryMachine(RuleBasedStateMachine):
-    """One history per instance; :func:`machine_for` binds it to a stream's :class:`HistoryRun`."""
+    """One history per instance; :func:`machine_for` binds it to a stream's :class:`HistoryRun` and adds a push
+    rule per situation the stream judges (:func:`push_rule`).
+
+    Rules: ``open`` (the cluster and what a history reaches by construction), ``link``, ``unlink``,
+    ``allocate``, ``register``, ``free``, ``free_again``, ``rewrite``, ``push`` (valid), ``push_<situation>``,
+    ``push_broken``;
+    invariant ``bytes_as_left``."""
+
+    #: every node, cache and link the history made (open's, a rule's, and those a push made on its way);
+    #: filtered by what a rule needs (alive_node, usable_link, live_cache, freeable)
+    made = Bundle("made")
+    #: the caches the free rule freed (free_again's)
+    freed = Bundle("freed")
 
     h: HistoryRun
     turns: Turns  # the stream run's (machine_for gives each its own)
@@ -77,9 +130,10 @@ class HistoryMachine(RuleBasedStateMachine):
         self.steps = 0
         self.making = Making(self.h, self.bed, self.world)
         self.planning = Planning(self.h, self.world, self.making)
-        #: the situations a push is drawn in, and the (clause, rule) pairs a broken push is drawn from
-        self.situations = [n for n in SITUATIONS if n in self.h.situations]
+        #: the (clause, rule) pairs a broken push is drawn from
         self.broken = {f"{c.id}: {r}": (c, r) for c, r in self.h.invalid}
+        #: the label of the last step when it judged no push (bytes_as_left checks every byte after it)
+        self.unjudged: str | None = None
 
     def teardown(self) -> None:
         self.turns.ended(self.index, sys.exc_info()[1])  # hypothesis tears a failing history down as it raises
@@ -98,7 +152,7 @@ class HistoryMachine(RuleBasedStateMachine):
         self.bed.rec.comment(f"step {self.steps}: {what}")
         return self.label(what)
 
-    def push_valid(self, plan: Plan, label: str) -> None:
+    def judge_valid(self, plan: Plan, label: str) -> None:
         """A valid push, judged by ``valid``'s clause; over a link a timeout or a fault left faulted, by
         ``after_timeout``'s (what a link must do once the cause is gone)."""
         state, h = self.world.links.get(plan.link), self.h
@@ -121,14 +175,19 @@ class HistoryMachine(RuleBasedStateMachine):
                 judge_push(h, self.bed, w, plan, h.situations["after_refusal"], None,
                            f"{label}, then a valid push over the same link (after_refusal)")
             elif plan is not None:
-                self.push_valid(plan, f"{label}, then a valid push over the same link")
+                self.judge_valid(plan, f"{label}, then a valid push over the same link")
         others = [p for p in w.usable_links() if p != link]
         peers = [p for p in others if p[1] == link[1] and w.nodes[p[0]].timeout_ms >= 10 * NATURAL_MS]
         if others:
             other = data.draw(st.sampled_from(peers or others), label="another link")
             plan = self.planning.valid_plan(data, link=other)
             if plan is not None:
-                self.push_valid(plan, f"{label}, then a valid push over another link")
+                self.judge_valid(plan, f"{label}, then a valid push over another link")
+
+    def made_since(self, moment: int) -> list[object]:
+        """The caches and links (still linked) the history made after ``moment`` (World.tick)."""
+        w = self.world
+        return [c for c in w.caches if c.created > moment] + [s for s in w.links.values() if s.made > moment]
 
     def can(self, name: str) -> bool:
         return name in self.h.situations
@@ -143,95 +202,85 @@ class HistoryMachine(RuleBasedStateMachine):
 
     # ---- rules: the protocol's operations ------------------------------------------------------------
 
-    @initialize(data=st.data())
-    def open(self, data: Any) -> None:
-        """The cluster, its first sources and destinations (memory before the link, as documented), the link.  A
-        stream with a long run links the client to every other node too and pushes over its first link (the
-        oldest of several from one node), a real models' stream pushes the models at the domain's edges: what a
-        history reaches by construction, whatever else it draws."""
-        h, w = self.h, self.world
-        label = self.step("open")
-        edge_delay = h.stream.situations is not None and EDGE_DELAY in h.stream.situations and self.can(EDGE_DELAY)
-        first_timeouts = _first_timeouts(h, edge_delay)
-        least = LONG_RUN_NODES if h.long_run else len(first_timeouts)
-        w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, least, first_timeouts), label="nodes")
-        self.bed.open_nodes(w.nodes)
-        manager = self.bed.nodes[w.nodes[0].name].cache_manager
-        self.making.can_unregister = callable(getattr(manager, "unregister_cache", None))
-        client, server = w.nodes[0], w.nodes[1]
-        edges = draws.edge_models(h.hist, h.dom, h.max_bytes) if h.stream.layouts == "models" else []
-        firsts: list[tuple[CacheSpec, int, bool | None]]
-        if edges:
-            firsts = [(*draws.model_desc(data.draw, m, h.dom), True) for m in edges]
-        else:
-            firsts = [(*draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes), None)]
-            if h.long_run:  # a pair of every DataType of the domain, each batch entry holding its special patterns
-                firsts += [(*draws.tour_desc(data.draw, h.run.spec, h.dom, t), True) for t in h.dom.data_types]
-        pairs = [self.making.make_pair(data, client, server, desc, tnpl, registered=reg) for desc, tnpl, reg in firsts]
-        self.making.link(client, server)
-        if h.long_run:  # the long run's link is the oldest of several from its client
-            for other in w.nodes[2:]:
-                self.making.link(client, other)
-        still(h, self.bed, label)
-        if edge_delay:
-            _edge_delays(self, data, client, server)
-        if not self.can("valid") or not (h.long_run or edges):
-            return
-        plans = [p for p in (self.planning.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
-        if h.long_run:
-            long_run(self, data, plans, h.long_run, label)
-            # then two pushes at once in every relation of the spec (by_relation): one history of a stream every
-            # run makes reaches them all, whatever it draws (its nodes are as many as they need)
-            if self.can("concurrent") and h.stream.layouts == "drawn":
-                for relation in relations(h.run.spec):
-                    push_in_relation(self, data, relation)
-            return
-        for i, plan in enumerate(plans):
-            self.push_valid(plan, f"{label}, a model at the domain's edges, {i + 1} of {len(plans)}")
+    @initialize(target=made, data=st.data())
+    def open(self, data: Any) -> MultipleResults[Any]:
+        """The cluster, its first caches and links, and what a history reaches by construction (:func:`_open`)."""
+        _open(self, data)
+        return multiple(*self.world.nodes, *self.made_since(0))
 
-    @precondition(lambda self: bool(self.world.unlinked_pairs() or self.world.usable_links()))
-    @rule(data=st.data())
-    def topology(self, data: Any) -> None:
-        """Link two nodes (again, in either direction, from one node to several, into one from several), or
-        unlink them."""
+    @invariant()
+    def bytes_as_left(self) -> None:
+        """After a step that judged no push, every byte the kit can see is as the history left it (a push's
+        judgement checks them all itself)."""
+        if self.unjudged is not None:
+            label, self.unjudged = self.unjudged, None
+            still(self.h, self.bed, label)
+
+    @precondition(lambda self: bool(self.world.unlinked_pairs()))
+    @rule(target=made, data=st.data())
+    def link(self, data: Any) -> LinkState:
+        """Link two nodes (again, in either direction, from one node to several, into one from several)."""
         w = self.world
-        ops = (["link"] if w.unlinked_pairs() else []) + (["unlink"] if w.usable_links() else [])
-        op = data.draw(st.sampled_from(ops), label="topology")
-        a, b = data.draw(st.sampled_from(w.unlinked_pairs() if op == "link" else w.usable_links()), label=op)
-        label = self.step(f"{op} {w.nodes[a].name} -> {w.nodes[b].name}")
-        (self.making.link if op == "link" else self.making.unlink)(w.nodes[a], w.nodes[b])
-        still(self.h, self.bed, label)
-        self.then_push(data)
+        a, b = data.draw(st.sampled_from(w.unlinked_pairs()), label="link")
+        self.unjudged = self.step(f"link {w.nodes[a].name} -> {w.nodes[b].name}")
+        self.making.link(w.nodes[a], w.nodes[b])
+        return w.links[(a, b)]
 
-    @rule(data=st.data())
-    def lifecycle(self, data: Any) -> None:
-        """A cache made on any live node (drawn fresh, or shaped for a cache elsewhere so that pushes pair;
-        allocated, or registered at uneven offsets), freed (deallocate_cache, unregister_cache), freed again (a
-        documented no-op), or rewritten (a source rewritten between pushes)."""
-        mk = self.making
-        ops = (["make"] + (["free"] if mk.freeable() else []) + (["free again"] if mk.freed_again() else [])
-               + (["rewrite"] if mk.rewritable() else []))
-        op = data.draw(st.sampled_from(ops), label="lifecycle")
-        if op == "make":
-            self.make_cache(data)
-            self.then_push(data)
-            return
-        cache = data.draw(st.sampled_from({"free": self.making.freeable, "free again": self.making.freed_again,
-                                           "rewrite": self.making.rewritable}[op]()), label=op)
-        label = self.step(f"{op} {cache.name}")
-        if op == "free":
-            self.bed.free(cache.name, registered=cache.registered)
-            cache.freed = True
-        elif op == "free again":
-            self.bed.deallocate_again(cache.name, cache.info.cache, cache.info.node_name)
-        else:
-            self.making.rewrite(data, cache)
-        still(self.h, self.bed, label)
-        self.then_push(data)
+    @precondition(holds("made", usable_link))
+    @rule(link=consumes(made.filter(usable_link)))
+    def unlink(self, link: LinkState) -> None:
+        assert link.ends is not None
+        client, server = link.ends
+        self.unjudged = self.step(f"unlink {client.name} -> {server.name}")
+        self.making.unlink(client, server)
 
-    def make_cache(self, data: Any) -> None:
+    @precondition(holds("made", alive_node))
+    @rule(target=made, node=made.filter(alive_node), data=st.data())
+    def allocate(self, node: NodeState, data: Any) -> MultipleResults[Any]:
+        """A cache allocated on a live node (drawn fresh, or shaped for a cache elsewhere so that pushes pair)."""
+        return self.make_cache(data, node, registered=False)
+
+    @precondition(lambda self: self.h.dom.can_register and holds("made", alive_node)(self))
+    @rule(target=made, node=made.filter(alive_node), data=st.data())
+    def register(self, node: NodeState, data: Any) -> MultipleResults[Any]:
+        """A cache registered at uneven offsets on a live node (drawn like allocate's)."""
+        return self.make_cache(data, node, registered=True)
+
+    @precondition(holds("made", freeable))
+    @rule(target=freed, cache=consumes(made.filter(freeable)))
+    def free(self, cache: CacheState) -> CacheState:
+        """deallocate_cache, or unregister_cache for a registered cache."""
+        self.unjudged = self.step(f"free {cache.name}")
+        self.bed.free(cache.name, registered=cache.registered)
+        cache.freed = True
+        return cache
+
+    @precondition(holds("freed", refreeable))
+    @rule(cache=freed.filter(refreeable))
+    def free_again(self, cache: CacheState) -> None:
+        """An allocated cache freed again: a documented no-op."""
+        self.unjudged = self.step(f"free again {cache.name}")
+        self.bed.deallocate_again(cache.name, cache.info.cache, cache.info.node_name)
+
+    @precondition(holds("made", live_cache))
+    @rule(cache=made.filter(live_cache), data=st.data())
+    def rewrite(self, cache: CacheState, data: Any) -> None:
+        """A source rewritten between pushes."""
+        self.unjudged = self.step(f"rewrite {cache.name}")
+        self.making.rewrite(data, cache)
+
+    @precondition(lambda self: bool(self.broken and self.world.usable_links()))
+    @rule(target=made, data=st.data())
+    def push_broken(self, data: Any) -> MultipleResults[Any]:
+        """A push broken by a generate rule of a must or may clause (:mod:`.broken`)."""
+        moment = self.world.clock
+        self.step("push broken")
+        key = data.draw(st.sampled_from(list(self.broken)), label="broken by")
+        push_broken(self, data, *self.broken[key])
+        return multiple(*self.made_since(moment))
+
+    def make_cache(self, data: Any, node: NodeState, registered: bool) -> MultipleResults[Any]:
         h, w = self.h, self.world
-        node = data.draw(st.sampled_from(w.alive()), label="node")
         label = self.step(f"a cache on {node.name}")
         others = [c for c in w.live() if w.nodes[c.node].alive]
         if others and data.draw(st.booleans(), label="for an existing cache"):
@@ -241,71 +290,67 @@ class HistoryMachine(RuleBasedStateMachine):
             hint = like.layers_of
         else:
             desc, hint = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
-        self.making.make(data, node, desc, layers_of=hint)
-        still(h, self.bed, label)
+        self.unjudged = label
+        made = self.making.make(data, node, desc, layers_of=hint, registered=registered)
+        return multiple(*([made] if made is not None else []))
 
-    def then_push(self, data: Any) -> None:
-        """After another operation, most often a push."""
-        if self.world.usable_links() and data.draw(st.sampled_from([True, True, False]), label="then a push"):
-            self.push_in_situation(data)
-
-    def push_in_situation(self, data: Any) -> None:
-        """A push in a situation the spec declares, valid in every other respect; after a refusal, a timeout or
-        a fault, valid pushes over the same link and another."""
-        if not self.situations:
-            return
-        name = data.draw(st.sampled_from(self.situations), label="situation")
-        self.bed.rec.comment(f"push: {name}")
+    def push_in(self, name: str, data: Any) -> MultipleResults[Any]:
+        """A push in situation ``name``, valid in every other respect (a valid one where it cannot arise now);
+        after a refusal, a timeout or a fault, valid pushes over the same link and another."""
+        moment = self.world.clock
+        self.step(f"push: {name}")
         if not SITUATIONS[name](self, data) and self.can("valid"):
             plan = self.planning.valid_plan(data)  # that situation cannot arise now: a valid push instead
             if plan is not None:
-                self.push_valid(plan, self.label(f"valid, in place of {name}"))
+                self.judge_valid(plan, self.label(f"valid, in place of {name}"))
+        return multiple(*self.made_since(moment))
 
-    @precondition(lambda self: bool(self.world.usable_links()))
-    @rule(data=st.data())
-    def push(self, data: Any) -> None:
-        """A push in a situation the spec declares (valid included), then one broken by a generate rule of a must
-        or may clause."""
-        self.step("push")
-        self.push_in_situation(data)
-        if self.broken and self.world.usable_links():
-            key = data.draw(st.sampled_from(list(self.broken)), label="broken by")
-            self.push_broken(data, *self.broken[key])
 
-    def push_broken(self, data: Any, clause: Clause, rule_name: str) -> None:
-        """A push broken by one generate rule of a clause, on a side the rule names, valid in every other respect:
-        judged by that clause's expect; then valid pushes."""
-        h = self.h
-        label = self.label(f"broken by {rule_name} ({clause.id})")
-        self.bed.rec.comment(f"push broken by {rule_name} ({clause.id})")
-        plan = self.planning.valid_plan(data, same_tensors=True)  # a generate rule breaks a layout of equal tensor counts
-        if plan is None or plan.src.num_tensors < violations.RULES[rule_name].min_tensors or plan.dst is None:
-            return
-        gen = clause.generate
-        sides = violations.applicable_sides(rule_name, list(gen.sides) if gen and gen.sides else None)
-        side = data.draw(st.sampled_from(sides), label="side")
-        base = layout_of(plan)
-        broken = violations.RULES[rule_name].apply(data.draw, base, side)
-        src, dst = plan.src, plan.dst
-        if broken.src != base.src:
-            made = self.making.make(data, plan.client, broken.src.desc().with_(register=None), accessible=True)
-            if made is None:
-                return
-            src = made
-        if broken.dst != base.dst:
-            made = self.making.make(data, plan.server, broken.dst.desc().with_(register=None), accessible=True)
-            if made is None:
-                return
-            dst = made
-        if self.world.visibility(plan.link, dst) != "valid":
-            self.making.unlink(plan.client, plan.server)
-            self.making.link(plan.client, plan.server)
-        bad = replace(plan, src=src, dst=dst, cache_id=dst.cache_id, tnpl=broken.tnpl, src_range=broken.src_range,
-                      dst_range=broken.dst_range, src_batch=broken.src_batch_index, dst_batch=broken.dst_batch_index,
-                      size=broken.size, style="keywords", notes=broken.notes)
-        outcome = judge_push(h, self.bed, self.world, bad, clause, clause.expect, label)
-        self.recover(data, plan.link, label, outcome)
 
+def _open(m: HistoryMachine, data: Any) -> None:
+    """The cluster, its first sources and destinations (memory before the link, as documented), the link.  A
+    stream with a long run links the client to every other node too and pushes over its first link (the
+    oldest of several from one node), a real models' stream pushes the models at the domain's edges: what a
+    history reaches by construction, whatever else it draws."""
+    h, w = m.h, m.world
+    label = m.step("open")
+    edge_delay = h.stream.situations is not None and EDGE_DELAY in h.stream.situations and m.can(EDGE_DELAY)
+    first_timeouts = _first_timeouts(h, edge_delay)
+    least = LONG_RUN_NODES if h.long_run else len(first_timeouts)
+    w.nodes = data.draw(draws.nodes(h.hist, h.roles, h.stream, least, first_timeouts), label="nodes")
+    m.bed.open_nodes(w.nodes)
+    manager = m.bed.nodes[w.nodes[0].name].cache_manager
+    m.making.can_unregister = callable(getattr(manager, "unregister_cache", None))
+    client, server = w.nodes[0], w.nodes[1]
+    edges = draws.edge_models(h.hist, h.dom, h.max_bytes) if h.stream.layouts == "models" else []
+    firsts: list[tuple[CacheSpec, int, bool | None]]
+    if edges:
+        firsts = [(*draws.model_desc(data.draw, m, h.dom), True) for m in edges]
+    else:
+        firsts = [(*draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes), None)]
+        if h.long_run:  # a pair of every DataType of the domain, each batch entry holding its special patterns
+            firsts += [(*draws.tour_desc(data.draw, h.run.spec, h.dom, t), True) for t in h.dom.data_types]
+    pairs = [m.making.make_pair(data, client, server, desc, tnpl, registered=reg) for desc, tnpl, reg in firsts]
+    m.making.link(client, server)
+    if h.long_run:  # the long run's link is the oldest of several from its client
+        for other in w.nodes[2:]:
+            m.making.link(client, other)
+    still(h, m.bed, label)
+    if edge_delay:
+        _edge_delays(m, data, client, server)
+    if not m.can("valid") or not (h.long_run or edges):
+        return
+    plans = [p for p in (m.planning.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
+    if h.long_run:
+        long_run(m, data, plans, h.long_run, label)
+        # then two pushes at once in every relation of the spec (by_relation): one history of a stream every
+        # run makes reaches them all, whatever it draws (its nodes are as many as they need)
+        if m.can("concurrent") and h.stream.layouts == "drawn":
+            for relation in relations(h.run.spec):
+                push_in_relation(m, data, relation)
+        return
+    for i, plan in enumerate(plans):
+        m.judge_valid(plan, f"{label}, a model at the domain's edges, {i + 1} of {len(plans)}")
 
 
 def _first_timeouts(h: HistoryRun, edge_delay: bool) -> tuple[int, ...]:
@@ -350,7 +395,7 @@ def _valid(m: HistoryMachine, data: Any) -> bool:
         return False
     times = data.draw(st.integers(m.h.hist.repeat.min, m.h.hist.repeat.max), label="times")
     for i in range(times):
-        m.push_valid(plan, m.label("valid") + (f", {i + 1} of {times}" if times > 1 else ""))
+        m.judge_valid(plan, m.label("valid") + (f", {i + 1} of {times}" if times > 1 else ""))
     return True
 
 
@@ -423,7 +468,7 @@ def _freed_plan(m: HistoryMachine, data: Any, which: str) -> Plan | None:
     plan = m.planning.valid_plan(data)
     if plan is None or plan.dst is None:
         return None
-    m.push_valid(plan, m.label(f"valid, before its {which} is freed"))
+    m.judge_valid(plan, m.label(f"valid, before its {which} is freed"))
     cache = plan.src if which == "src" else plan.dst
     if cache.registered and not m.making.can_unregister:
         return None
@@ -589,6 +634,24 @@ def _concurrent(m: HistoryMachine, data: Any) -> bool:
     return drawn_relation(m, data)
 
 
+def push_rule(name: str) -> Callable[..., MultipleResults[Any]]:
+    """The rule of one situation: a push in it (what it made goes to the ``made`` bundle)."""
+    def push(self: HistoryMachine, data: Any) -> MultipleResults[Any]:
+        return self.push_in(name, data)
+    # named before hypothesis wraps it: the name is the rule's in a printed history and orders the rules, which
+    # a shrink moves towards the first of: the valid push, plain ``push``, sorts before every push_<situation>
+    push.__name__ = push.__qualname__ = rule_name(name)
+    push.__doc__ = f"A push in situation {name}."
+    return precondition(lambda self: bool(self.world.usable_links()))(
+        rule(target=HistoryMachine.made, data=st.data())(push))
+
+
+def rule_name(situation: str) -> str:
+    return "push" if situation == "valid" else f"push_{situation}"
+
+
 def machine_for(h: HistoryRun) -> type[HistoryMachine]:
-    """The machine class of one stream run (hypothesis builds a new instance per history)."""
-    return type("History", (HistoryMachine,), {"h": h, "turns": Turns()})
+    """The machine class of one stream run (hypothesis builds a new instance per history), with a push rule per
+    situation the stream judges."""
+    pushes = {rule_name(n): push_rule(n) for n in SITUATIONS if n in h.situations}
+    return type("History", (HistoryMachine,), {"h": h, "turns": Turns(), **pushes})

@@ -55,7 +55,8 @@ class Making:
         code, shift = draws.content_code(data.draw, h.run.spec, desc, info.nbytes, self.filled())
         bed.fill_with(info, code)
         cache = CacheState(info, node.index, self.world.tick(), register, accessible,
-                           int(getattr(info.cache, "cache_id", 0)), layers_of, shift)
+                           int(getattr(info.cache, "cache_id", 0)), layers_of, shift, host=node,
+                           can_free=not register or self.can_unregister)
         self.world.caches.append(cache)
         return cache
 
@@ -86,12 +87,12 @@ class Making:
 
     def link(self, client: NodeState, server: NodeState) -> None:
         self.bed.link_nodes(client, server)
-        self.world.links[(client.index, server.index)] = LinkState(self.world.tick())
+        self.world.links[(client.index, server.index)] = LinkState(self.world.tick(), ends=(client, server))
         self.world.ever_linked.add((client.index, server.index))
 
     def unlink(self, client: NodeState, server: NodeState) -> None:
         self.bed.unlink_nodes(client, server)
-        del self.world.links[(client.index, server.index)]
+        self.world.links.pop((client.index, server.index)).current = False
 
     def freeable(self) -> list[CacheState]:
         return [c for c in self.world.live() if self.world.nodes[c.node].alive

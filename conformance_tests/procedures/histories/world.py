@@ -39,15 +39,26 @@ class LinkState:
     #: a push over it timed out, or met a fault, since it was made: the next valid push over it is judged by the
     #: clause of ``after_timeout`` (and any other push makes the link again first: a vendor fails fast until then)
     faulted: bool = False
+    #: its client and server (what a rule that draws it from the machine's bundle acts on)
+    ends: tuple[NodeState, NodeState] | None = None
+    current: bool = True  # False once unlinked (a bundle may still hold it)
+
+    @property
+    def usable(self) -> bool:
+        """Still linked, both ends alive."""
+        return self.current and self.ends is not None and all(n.alive for n in self.ends)
 
 
 class CacheState:
     """One cache the history made, live or freed."""
 
     def __init__(self, info: CacheInfo, node: int, created: int, registered: bool, remote_accessible: bool,
-                 cache_id: int, layers_of: int = 0, shift: int = 0) -> None:
+                 cache_id: int, layers_of: int = 0, shift: int = 0, host: NodeState | None = None,
+                 can_free: bool = True) -> None:
         self.info = info
         self.node = node
+        self.host = host  # its node (what a rule that draws it from the machine's bundle checks is alive)
+        self.can_free = can_free  # the backend has the call that frees it (registered: unregister_cache)
         self.created = created  # the moment (World.tick) it was made
         self.registered = registered
         self.remote_accessible = remote_accessible
@@ -62,6 +73,11 @@ class CacheState:
     @property
     def name(self) -> str:
         return self.info.name
+
+    @property
+    def live(self) -> bool:
+        """Not freed, on a node still alive."""
+        return not self.freed and (self.host is None or self.host.alive)
 
     @property
     def stride(self) -> int:
