@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from . import draws
-from .pushes import Plan, judge_push, loop_line, still
+from .pushes import STYLES, Plan, judge_push, loop_line, still
 
 if TYPE_CHECKING:
     from .machine import HistoryMachine
@@ -20,8 +20,10 @@ REWRITE_EVERY = 16
 def long_run(m: HistoryMachine, data: Any, plans: list[Plan], count: int, label: str) -> None:
     """``count`` valid pushes over one link, each judged: over each pair of ``plans`` in turn (the first drawn,
     then one of every DataType), a pair's in runs of :data:`REWRITE_EVERY` with its source rewritten between
-    them (every batch entry changed); after the first run, keys naming ids the server never had
-    (:func:`.draws.unknown_ids`), judged by the clause of ``unknown_cache``."""
+    them (every batch entry changed), each run in the next calling form of :data:`.pushes.STYLES` (the first
+    in the drawn one), so that every DataType of the tour is pushed in every form the signature allows whatever
+    the draws (coverage: call_form x data_type by construction); after the first run, keys naming ids the
+    server never had (:func:`.draws.unknown_ids`), judged by the clause of ``unknown_cache``."""
     for k, plan in enumerate(plans):
         todo, runs = count // len(plans) + (k < count % len(plans)), 0
         while todo > 0:
@@ -29,7 +31,8 @@ def long_run(m: HistoryMachine, data: Any, plans: list[Plan], count: int, label:
                 m.bed.rec.comment(f"{plan.src.name} rewritten between pushes")
                 m.making.rewrite(data, plan.src)
             n = min(REWRITE_EVERY, todo)
-            pushes_in_a_row(m, plan, n, f"{label}, long run over pair {k + 1} of {len(plans)}, run {runs + 1}")
+            form = STYLES[(STYLES.index(plan.style) + runs) % len(STYLES)]
+            pushes_in_a_row(m, replace(plan, style=form), n, f"{label}, long run over pair {k + 1} of {len(plans)}, run {runs + 1}")
             todo, runs = todo - n, runs + 1
             if k == 0 and runs == 1:
                 unknown_keys(m, plan, label)
