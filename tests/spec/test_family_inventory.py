@@ -76,7 +76,8 @@ def sentence_problems(data: dict[str, Any]) -> list[str]:
 
 
 def refines_problems(data: dict[str, Any]) -> list[str]:
-    known = {clause.id for clause in load_spec().clauses}
+    spec = load_spec()
+    known = {clause.id for clause in spec.clauses}
     out = []
     for entry in data["entries"]:
         target = entry["refines"]
@@ -85,7 +86,7 @@ def refines_problems(data: dict[str, Any]) -> list[str]:
         if target not in known:
             out.append(f"{entry['id']}: refines {target!r}, which the push_cache spec does not have")
         else:
-            load_spec().clause(target)  # the spec's own look-up finds it too
+            assert spec.clause(target).id == target  # the spec's own look-up finds it too
     return out
 
 
