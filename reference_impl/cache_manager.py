@@ -1,4 +1,4 @@
-"""``CacheManager``: allocation, registration and release of caches; push_cache comes from ``push.py``."""
+"""``CacheManager``: allocation, registration and release of caches; the transfers come from their own modules."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .checks import check_isinstance
 from .engine import CacheEntry, NodeEngine
 from .enums import Placement
 from .options import OPT_HOST_MEM_POOL, OPT_MEM_POOL, OPT_REMOTE_CACHE_ACCESSIBLE
-from .push import PushCacheMixin
+from .push_cache import PushCacheMixin
 from .status import LLMException, LLMStatusCode, raise_if_false, raise_if_true
 
 

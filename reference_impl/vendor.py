@@ -48,8 +48,9 @@ from .config import LLMConfig, LlmConfig
 from .enums import DataType, LLMRole, Placement
 from .fabric import Fabric
 from .llm_datadist import LLMDataDist as _ReferenceLLMDataDist
-from .push import ARGUMENT_CHECKS, PushArgs, PushCacheMixin, SlicePairs
+from .push_cache import ARGUMENT_CHECKS, PushCacheMixin
 from .status import LLMException, LLMStatusCode
+from .transfer_args import PushArgs, SlicePairs
 
 if TYPE_CHECKING:
     from .engine import CacheEntry, RemoteTable

@@ -36,8 +36,8 @@ from ..cache import Cache
 from ..cache_keys import CacheKeyByIdAndIndex
 from ..cache_manager import CacheManager
 from ..enums import Placement
-from ..push import _NUM_TENSORS_PER_LAYER, PushArgs
 from ..status import LLMException, LLMStatusCode
+from ..transfer_args import _NUM_TENSORS_PER_LAYER, PushArgs
 from .control import PeerGone, PeerLink, PeerTimeout
 from .real_memory import adopt_registered
 from .transport import PeerDisconnected, TransferFailed, TransferTimeout
