@@ -50,9 +50,7 @@ CLASS_LINES = 250
 MEASURED = ("conformance_tests", "reference_impl", "mutants")
 #: classes already past the limit when the rule came, each with its size then as a ceiling: none may grow, and an
 #: entry goes once its class is back under the limit (or gone)
-OVERSIZED = {
-    "reference_impl/multiprocess/node.py::NodeRuntime": 305,
-}
+OVERSIZED: dict[str, int] = {}
 
 
 def class_sizes(sources: Mapping[str, str]) -> dict[str, int]:
