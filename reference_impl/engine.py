@@ -6,7 +6,7 @@ import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -15,9 +15,6 @@ from .memory import NodeMemory
 from .options import EngineOptions
 from .pool import MemoryPool
 from .status import LLMException, LLMStatusCode
-
-if TYPE_CHECKING:
-    from .fabric import Fabric
 
 MAX_SHAPE_RANK = 32
 MAX_SLOT_VIEWS = 64  # cached (offset, nbytes) slot view lists per cache entry
@@ -85,6 +82,20 @@ class RemoteTable:
         return self.entries.get(cache_id)
 
 
+class Network(Protocol):
+    """What a node does with the network it is attached to (a ``Fabric``): link, unlink, leave, and find the link
+    to a server if usable. Typed structurally so that this module does not import the fabric, which holds engines;
+    a transfer's steps type the link they get as ``fabric.Link``."""
+
+    def link(self, client: NodeEngine, server_id: int) -> LLMStatusCode: ...
+
+    def unlink(self, client: NodeEngine, server_id: int) -> LLMStatusCode: ...
+
+    def detach(self, engine: NodeEngine) -> None: ...
+
+    def usable_link(self, client: NodeEngine, server_id: int) -> Any: ...
+
+
 @dataclass(slots=True)
 class Faults:
     send_delay_s: float = 0.0
@@ -95,7 +106,7 @@ class Faults:
 class NodeEngine:
     """State of one LLMDataDist node inside a Fabric."""
 
-    def __init__(self, fabric: Fabric, cluster_id: int, role: LLMRole, slot: int, options: EngineOptions) -> None:
+    def __init__(self, fabric: Network, cluster_id: int, role: LLMRole, slot: int, options: EngineOptions) -> None:
         self.fabric = fabric
         self.cluster_id = cluster_id
         self.role = role

@@ -43,7 +43,7 @@ from .real_memory import adopt_registered
 from .transport import PeerDisconnected, TransferFailed, TransferTimeout
 
 if TYPE_CHECKING:
-    from .node import NodeRuntime
+    from .runtime_view import ProcessRuntime
 
 _push_ids = itertools.count(1)
 
@@ -81,7 +81,7 @@ class PushSession:
 class MultiprocessCacheManager(CacheManager):
     """CacheManager of a node process; ``runtime`` is set by the node right after init."""
 
-    runtime: NodeRuntime | None = None
+    runtime: ProcessRuntime | None = None
 
     def __init__(self, engine: Any, options: Any) -> None:
         super().__init__(engine, options)

@@ -29,6 +29,14 @@ def test_the_kits_imports_form_no_circle():
     assert doc.circles(graph) == []
 
 
+def test_the_backend_side_imports_form_no_circle_even_for_types():
+    """reference_impl, nodehost, datawire and mutants: their ``if TYPE_CHECKING:`` imports count too."""
+    doc = _modules_doc()
+    graph = doc.typed_imports()
+    assert "reference_impl.engine" in graph and "nodehost.serve" in graph, "the typed import graph is read"
+    assert doc.circles(graph) == [], f"circles(typed_imports()) for {', '.join(doc.TYPED_PACKAGES)}"
+
+
 def test_a_circle_is_found_where_there_is_one():
     doc = _modules_doc()
     assert doc.circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
