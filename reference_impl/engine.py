@@ -71,6 +71,8 @@ class RemoteTable:
     version: int
     entries: dict[int, CacheEntry]
     keys: dict[tuple[int, int], int]
+    #: model_id of the BlocksCacheKey bound then -> its blocks cache id (push_blocks / pull_blocks)
+    blocks_keys: dict[int, int] = field(default_factory=dict)
 
     def find(self, cache_id: int) -> CacheEntry | None:
         """The synced entry for a cache id; a cache_id <= 0 looks up the key (req_id 0, model_id 0)."""
@@ -80,6 +82,11 @@ class RemoteTable:
                 return None
             cache_id = found
         return self.entries.get(cache_id)
+
+    def find_blocks(self, model_id: int) -> CacheEntry | None:
+        """The synced blocks cache of a BlocksCacheKey's model_id."""
+        cache_id = self.blocks_keys.get(model_id)
+        return None if cache_id is None else self.entries.get(cache_id)
 
 
 class Network(Protocol):
@@ -120,6 +127,7 @@ class NodeEngine:
         self.caches: dict[int, CacheEntry] = {}
         self.dead_caches: dict[int, CacheEntry] = {}
         self.keys: dict[tuple[int, int, int], tuple[int, int]] = {}  # (req, model, prefix) -> (cache id, batch)
+        self.blocks_keys: dict[int, int] = {}  # BlocksCacheKey model_id -> blocks cache id
         self._next_id = 1
         #: bumped whenever the cache table changes (a cache added or removed); 0 = nothing ever published
         self.table_version = 0
@@ -162,6 +170,19 @@ class NodeEngine:
             entry = self.dead_caches.get(cache_id)
         return entry
 
+    def lookup_blocks(self, model_id: int) -> CacheEntry | None:
+        """The blocks cache bound to a BlocksCacheKey with this model_id, if any."""
+        with self.lock:
+            cache_id = self.blocks_keys.get(model_id)
+            return None if cache_id is None else self.caches.get(cache_id)
+
+    def lookup_cache_key(self, key: tuple[int, int, int]) -> tuple[CacheEntry, int] | None:
+        """The cache and batch index a CacheKey (req_id, model_id, prefix_id) is bound to, if any."""
+        with self.lock:
+            bound = self.keys.get(key)
+            entry = None if bound is None else self.caches.get(bound[0])
+            return None if entry is None or bound is None else (entry, bound[1])
+
     def lookup_by_key(self, req_id: int, model_id: int) -> CacheEntry | None:
         """The cache bound to a CacheKey with this req_id and model_id (any prefix), if any."""
         with self.lock:
@@ -176,7 +197,7 @@ class NodeEngine:
             keys: dict[tuple[int, int], int] = {}
             for (req, model, _prefix), (cache_id, _batch) in self.keys.items():
                 keys.setdefault((req, model), cache_id)
-            return RemoteTable(self.table_version, dict(self.caches), keys)
+            return RemoteTable(self.table_version, dict(self.caches), keys, dict(self.blocks_keys))
 
     @staticmethod
     def check_shape(shape: Sequence[int]) -> None:
@@ -188,8 +209,9 @@ class NodeEngine:
     def add_cache(self, *, placement: Placement, num_tensors: int, shape: Sequence[int], itemsize: int,
                   is_blocks: bool, is_registered: bool, remote_accessible: bool,
                   tensor_addrs: Sequence[int] | None = None,
-                  cache_keys: Sequence[tuple[int, int, int]] = ()) -> CacheEntry:
-        """Allocate from the pool (``tensor_addrs`` None) or register given addresses; returns the entry."""
+                  cache_keys: Sequence[tuple[int, int, int]] = (), blocks_key: int | None = None) -> CacheEntry:
+        """Allocate from the pool (``tensor_addrs`` None) or register given addresses; returns the entry.
+        ``blocks_key`` is the model_id of the BlocksCacheKey a blocks cache is bound to."""
         self.check_shape(shape)
         shape_t = tuple(int(d) for d in shape)
         tensor_nbytes = math.prod(shape_t) * itemsize
@@ -215,7 +237,9 @@ class NodeEngine:
                                    f"{placement.name} memory of cluster {self.cluster_id}")
         views = [space.view(a, tensor_nbytes) for a in addrs]
         with self.lock:
-            bound = [k for k in cache_keys if k in self.keys]
+            bound: list[Any] = [k for k in cache_keys if k in self.keys]
+            if blocks_key is not None and blocks_key in self.blocks_keys:
+                bound.append(f"BlocksCacheKey(model_id={blocks_key})")
             if bound:
                 if pool is not None and pool_addr is not None:
                     pool.free(pool_addr)
@@ -232,6 +256,8 @@ class NodeEngine:
             self.table_version += 1
             for batch, key in enumerate(cache_keys):
                 self.keys[key] = (cache_id, batch)
+            if blocks_key is not None:
+                self.blocks_keys[blocks_key] = cache_id
         return entry
 
     def remove_cache(self, cache_id: int, *, registered: bool) -> bool:
@@ -245,6 +271,8 @@ class NodeEngine:
             self.dead_caches[cache_id] = entry
             for key in [k for k, (cid, _) in self.keys.items() if cid == cache_id]:
                 del self.keys[key]
+            for model in [m for m, cid in self.blocks_keys.items() if cid == cache_id]:
+                del self.blocks_keys[model]
         with entry.lock:  # wait for an in-flight copy into it, then mark it gone
             entry.alive = False
         if entry.pool is not None and entry.pool_addr is not None:
@@ -259,6 +287,7 @@ class NodeEngine:
             self.dead_caches.update(self.caches)
             self.caches.clear()
             self.keys.clear()
+            self.blocks_keys.clear()
         for entry in entries:
             with entry.lock:
                 entry.alive = False

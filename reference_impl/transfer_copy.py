@@ -36,5 +36,5 @@ class LayerCopy(TransferTiming):
         with remote.lock:
             if not self._dst_alive(remote):
                 raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
-                                         f"cache_id: {a.remote_cache_id} was deallocated")
+                                         f"{a.target} was deallocated")
             self._copy_layer(pairs)

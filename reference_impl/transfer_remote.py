@@ -2,8 +2,7 @@
 cache, the link to the key's cluster, the first-attempt table sync and the remote cache looked up in it.
 
 The call's record says which caches are meant: ``local_cache`` (the Cache on this node), ``peer_cluster_id`` and
-``remote_cache_id`` (what ``CacheKeyByIdAndIndex`` names; a sibling whose key names its remote cache otherwise
-overrides ``_lookup_remote_cache`` in its own record-aware way).
+``target``/``find_live``/``find_synced`` (the remote cache its key names: by id, by CacheKey or by BlocksCacheKey).
 """
 
 from __future__ import annotations
@@ -46,11 +45,10 @@ class RemoteResolution(NativeErrors):
             raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID, "local cache is not remote accessible.")
 
     def _lookup_remote_cache(self, a: Any, server: NodeEngine) -> CacheEntry | None:
-        """Live lookup in the remote table; a cache_id <= 0 falls back to the key (req_id 0, model_id 0)."""
-        cache_id = a.remote_cache_id
-        if cache_id > 0:
-            return server.lookup(cache_id)
-        return server.lookup_by_key(0, 0)
+        """Live lookup in the remote table of what the call's key names (``find_live`` of its record; for
+        push_cache's CacheKeyByIdAndIndex a cache_id <= 0 falls back to the key (req_id 0, model_id 0))."""
+        found: CacheEntry | None = a.find_live(server)
+        return found
 
     def _sync_remote_table(self, link: Link) -> RemoteTable:
         """N8's table sync: at the first transfer attempt over the link, before any lookup; again at the next
@@ -80,7 +78,7 @@ class RemoteResolution(NativeErrors):
         remote = self._find_remote_cache(a, link, table)
         if remote is None:
             raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
-                                     f"cache_id: {a.remote_cache_id} does not exist")
+                                     f"{a.target} does not exist")
         if not remote.remote_accessible:
             raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID, "remote cache is not remote accessible.")
         return remote

@@ -40,6 +40,7 @@ from ..status import LLMException, LLMStatusCode
 from ..transfer_args import _NUM_TENSORS_PER_LAYER, PushArgs
 from .control import PeerGone, PeerLink, PeerTimeout
 from .real_memory import adopt_registered
+from .siblings import SiblingsRefused
 from .transport import PeerDisconnected, TransferFailed, TransferTimeout
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class PushSession:
         self.layers_done = 0
 
 
-class MultiprocessCacheManager(CacheManager):
+class MultiprocessCacheManager(SiblingsRefused, CacheManager):
     """CacheManager of a node process; ``runtime`` is set by the node right after init."""
 
     runtime: ProcessRuntime | None = None
