@@ -12,8 +12,8 @@ from .config import LLMConfig, LlmConfig
 from .enums import DataType, LLMRole, Placement
 from .fabric import Fabric, LinkParams, default_fabric
 from .llm_datadist import LLMDataDist
-from .push import PushArgs
 from .status import LLMException, LLMStatusCode
+from .transfer_args import PushArgs
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,4 @@
-"""``CacheManager``: allocation, registration and release of caches; push_cache comes from ``push.py``."""
+"""``CacheManager``: allocation, registration and release of caches; the transfers come from their own modules."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from .checks import check_isinstance
 from .engine import CacheEntry, NodeEngine
 from .enums import Placement
 from .options import OPT_HOST_MEM_POOL, OPT_MEM_POOL, OPT_REMOTE_CACHE_ACCESSIBLE
-from .push import PushCacheMixin
+from .pull_blocks import PullBlocksMixin
+from .pull_cache import PullCacheMixin
+from .push_blocks import PushBlocksMixin
+from .push_cache import PushCacheMixin
 from .status import LLMException, LLMStatusCode, raise_if_false, raise_if_true
 
 
-class CacheManager(PushCacheMixin):
+class CacheManager(PushCacheMixin, PushBlocksMixin, PullCacheMixin, PullBlocksMixin):
     """The cache manager of one node (``LLMDataDist.cache_manager``)."""
 
     def __init__(self, engine: NodeEngine, options: Mapping[str, str]) -> None:
@@ -104,7 +107,8 @@ class CacheManager(PushCacheMixin):
         check_isinstance("blocks_cache_key", blocks_cache_key, [BlocksCacheKey])
         raise_if_false(cache_desc.num_tensors > 0, "num_tensors ({0}) should be > 0.", cache_desc.num_tensors)
         self._check_pool_for(cache_desc)
-        return self._add(cache_desc, is_blocks=True, is_registered=False, remote_accessible=True)
+        return self._add(cache_desc, is_blocks=True, is_registered=False, remote_accessible=True,
+                         blocks_key=None if blocks_cache_key is None else blocks_cache_key.model_id)
 
     def register_blocks_cache(self, cache_desc: CacheDesc, addrs: list[int],
                               blocks_cache_key: BlocksCacheKey | None = None,
@@ -118,7 +122,8 @@ class CacheManager(PushCacheMixin):
         self._check_addrs(cache_desc, addrs)
         return self._add(cache_desc, is_blocks=True, is_registered=True,
                          remote_accessible=self._default_remote_accessible(cache_desc, remote_accessible),
-                         tensor_addrs=addrs)
+                         tensor_addrs=addrs,
+                         blocks_key=None if blocks_cache_key is None else blocks_cache_key.model_id)
 
     def deallocate_blocks_cache(self, cache: Cache) -> None:
         check_isinstance("cache", cache, [Cache], allow_none=False)

@@ -6,7 +6,7 @@ import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -15,9 +15,6 @@ from .memory import NodeMemory
 from .options import EngineOptions
 from .pool import MemoryPool
 from .status import LLMException, LLMStatusCode
-
-if TYPE_CHECKING:
-    from .fabric import Fabric
 
 MAX_SHAPE_RANK = 32
 MAX_SLOT_VIEWS = 64  # cached (offset, nbytes) slot view lists per cache entry
@@ -74,6 +71,8 @@ class RemoteTable:
     version: int
     entries: dict[int, CacheEntry]
     keys: dict[tuple[int, int], int]
+    #: model_id of the BlocksCacheKey bound then -> its blocks cache id (push_blocks / pull_blocks)
+    blocks_keys: dict[int, int] = field(default_factory=dict)
 
     def find(self, cache_id: int) -> CacheEntry | None:
         """The synced entry for a cache id; a cache_id <= 0 looks up the key (req_id 0, model_id 0)."""
@@ -83,6 +82,25 @@ class RemoteTable:
                 return None
             cache_id = found
         return self.entries.get(cache_id)
+
+    def find_blocks(self, model_id: int) -> CacheEntry | None:
+        """The synced blocks cache of a BlocksCacheKey's model_id."""
+        cache_id = self.blocks_keys.get(model_id)
+        return None if cache_id is None else self.entries.get(cache_id)
+
+
+class Network(Protocol):
+    """What a node does with the network it is attached to (a ``Fabric``): link, unlink, leave, and find the link
+    to a server if usable. Typed structurally so that this module does not import the fabric, which holds engines;
+    a transfer's steps type the link they get as ``fabric.Link``."""
+
+    def link(self, client: NodeEngine, server_id: int) -> LLMStatusCode: ...
+
+    def unlink(self, client: NodeEngine, server_id: int) -> LLMStatusCode: ...
+
+    def detach(self, engine: NodeEngine) -> None: ...
+
+    def usable_link(self, client: NodeEngine, server_id: int) -> Any: ...
 
 
 @dataclass(slots=True)
@@ -95,7 +113,7 @@ class Faults:
 class NodeEngine:
     """State of one LLMDataDist node inside a Fabric."""
 
-    def __init__(self, fabric: Fabric, cluster_id: int, role: LLMRole, slot: int, options: EngineOptions) -> None:
+    def __init__(self, fabric: Network, cluster_id: int, role: LLMRole, slot: int, options: EngineOptions) -> None:
         self.fabric = fabric
         self.cluster_id = cluster_id
         self.role = role
@@ -109,6 +127,7 @@ class NodeEngine:
         self.caches: dict[int, CacheEntry] = {}
         self.dead_caches: dict[int, CacheEntry] = {}
         self.keys: dict[tuple[int, int, int], tuple[int, int]] = {}  # (req, model, prefix) -> (cache id, batch)
+        self.blocks_keys: dict[int, int] = {}  # BlocksCacheKey model_id -> blocks cache id
         self._next_id = 1
         #: bumped whenever the cache table changes (a cache added or removed); 0 = nothing ever published
         self.table_version = 0
@@ -151,6 +170,19 @@ class NodeEngine:
             entry = self.dead_caches.get(cache_id)
         return entry
 
+    def lookup_blocks(self, model_id: int) -> CacheEntry | None:
+        """The blocks cache bound to a BlocksCacheKey with this model_id, if any."""
+        with self.lock:
+            cache_id = self.blocks_keys.get(model_id)
+            return None if cache_id is None else self.caches.get(cache_id)
+
+    def lookup_cache_key(self, key: tuple[int, int, int]) -> tuple[CacheEntry, int] | None:
+        """The cache and batch index a CacheKey (req_id, model_id, prefix_id) is bound to, if any."""
+        with self.lock:
+            bound = self.keys.get(key)
+            entry = None if bound is None else self.caches.get(bound[0])
+            return None if entry is None or bound is None else (entry, bound[1])
+
     def lookup_by_key(self, req_id: int, model_id: int) -> CacheEntry | None:
         """The cache bound to a CacheKey with this req_id and model_id (any prefix), if any."""
         with self.lock:
@@ -165,7 +197,7 @@ class NodeEngine:
             keys: dict[tuple[int, int], int] = {}
             for (req, model, _prefix), (cache_id, _batch) in self.keys.items():
                 keys.setdefault((req, model), cache_id)
-            return RemoteTable(self.table_version, dict(self.caches), keys)
+            return RemoteTable(self.table_version, dict(self.caches), keys, dict(self.blocks_keys))
 
     @staticmethod
     def check_shape(shape: Sequence[int]) -> None:
@@ -177,8 +209,9 @@ class NodeEngine:
     def add_cache(self, *, placement: Placement, num_tensors: int, shape: Sequence[int], itemsize: int,
                   is_blocks: bool, is_registered: bool, remote_accessible: bool,
                   tensor_addrs: Sequence[int] | None = None,
-                  cache_keys: Sequence[tuple[int, int, int]] = ()) -> CacheEntry:
-        """Allocate from the pool (``tensor_addrs`` None) or register given addresses; returns the entry."""
+                  cache_keys: Sequence[tuple[int, int, int]] = (), blocks_key: int | None = None) -> CacheEntry:
+        """Allocate from the pool (``tensor_addrs`` None) or register given addresses; returns the entry.
+        ``blocks_key`` is the model_id of the BlocksCacheKey a blocks cache is bound to."""
         self.check_shape(shape)
         shape_t = tuple(int(d) for d in shape)
         tensor_nbytes = math.prod(shape_t) * itemsize
@@ -204,7 +237,9 @@ class NodeEngine:
                                    f"{placement.name} memory of cluster {self.cluster_id}")
         views = [space.view(a, tensor_nbytes) for a in addrs]
         with self.lock:
-            bound = [k for k in cache_keys if k in self.keys]
+            bound: list[Any] = [k for k in cache_keys if k in self.keys]
+            if blocks_key is not None and blocks_key in self.blocks_keys:
+                bound.append(f"BlocksCacheKey(model_id={blocks_key})")
             if bound:
                 if pool is not None and pool_addr is not None:
                     pool.free(pool_addr)
@@ -221,6 +256,8 @@ class NodeEngine:
             self.table_version += 1
             for batch, key in enumerate(cache_keys):
                 self.keys[key] = (cache_id, batch)
+            if blocks_key is not None:
+                self.blocks_keys[blocks_key] = cache_id
         return entry
 
     def remove_cache(self, cache_id: int, *, registered: bool) -> bool:
@@ -234,6 +271,8 @@ class NodeEngine:
             self.dead_caches[cache_id] = entry
             for key in [k for k, (cid, _) in self.keys.items() if cid == cache_id]:
                 del self.keys[key]
+            for model in [m for m, cid in self.blocks_keys.items() if cid == cache_id]:
+                del self.blocks_keys[model]
         with entry.lock:  # wait for an in-flight copy into it, then mark it gone
             entry.alive = False
         if entry.pool is not None and entry.pool_addr is not None:
@@ -248,6 +287,7 @@ class NodeEngine:
             self.dead_caches.update(self.caches)
             self.caches.clear()
             self.keys.clear()
+            self.blocks_keys.clear()
         for entry in entries:
             with entry.lock:
                 entry.alive = False

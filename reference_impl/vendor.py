@@ -48,8 +48,10 @@ from .config import LLMConfig, LlmConfig
 from .enums import DataType, LLMRole, Placement
 from .fabric import Fabric
 from .llm_datadist import LLMDataDist as _ReferenceLLMDataDist
-from .push import ARGUMENT_CHECKS, PushArgs, PushCacheMixin, SlicePairs
+from .push_blocks import PUSH_BLOCKS_ARGUMENT_CHECKS
+from .push_cache import ARGUMENT_CHECKS, PushCacheMixin
 from .status import LLMException, LLMStatusCode
+from .transfer_args import PushArgs, SlicePairs
 
 if TYPE_CHECKING:
     from .engine import CacheEntry, RemoteTable
@@ -62,6 +64,10 @@ class VendorPushMixin(PushCacheMixin):
 
     #: facts §1.2 #1..#13 exactly: the option first, no documentation bounds after #13
     push_check_order = ("_check_push_enabled",) + ARGUMENT_CHECKS
+    #: push_blocks likewise (facts §2 1..10): the option first, no documentation bounds, and None passes the key
+    #: and source type checks (it fails later with AttributeError)
+    push_blocks_check_order = ("_check_push_enabled",) + PUSH_BLOCKS_ARGUMENT_CHECKS
+    blocks_allow_none = True
     #: llm.SyncKvCacheWaitTime bounds each layer's transfer, not the whole push (facts §1.3 N12, §5)
     sync_timeout_scope = "layer"
 
@@ -85,17 +91,17 @@ class VendorPushMixin(PushCacheMixin):
                 self.fast_failing.append(link)
             raise
 
-    def _resolve_local_cache(self, a: PushArgs) -> CacheEntry:
+    def _resolve_local_cache(self, a: Any) -> CacheEntry:
         """The native layer gets ``src_cache.cache_id`` alone and looks it up in this node's table (facts §1.3
         N3); cache ids are per-process counters from 1, so another node's Cache names the local cache with the
         same id, which is then pushed."""
         engine = self.engine
         if not engine.alive:
             raise self._native_error(a, LLMStatusCode.LLM_FAILED, "local engine is not alive")
-        entry = engine.caches.get(a.src_cache.cache_id)
+        entry = engine.caches.get(a.local_cache.cache_id)
         if entry is None:
             raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
-                                     f"cache id:{a.src_cache.cache_id} not found")
+                                     f"cache id:{a.local_cache.cache_id} not found")
         return entry
 
 
@@ -105,9 +111,10 @@ class VendorCacheManager(VendorPushMixin, CacheManager):
     def _check_strides(self, a: PushArgs, local: CacheEntry, remote: CacheEntry) -> None:
         """The vendor never compares strides; the copy count is the local stride."""
 
-    def _find_remote_cache(self, a: PushArgs, link: Link, table: RemoteTable) -> CacheEntry | None:
+    def _find_remote_cache(self, a: Any, link: Link, table: RemoteTable) -> CacheEntry | None:
         """The stale table alone: a cache deallocated since the sync is still found."""
-        return table.find(a.dst_cache_key.cache_id)
+        found: CacheEntry | None = a.find_synced(table, link.server)
+        return found
 
     def _dst_alive(self, remote: CacheEntry) -> bool:
         return True  # nothing tells the sender that the remote freed the cache

@@ -36,14 +36,15 @@ from ..cache import Cache
 from ..cache_keys import CacheKeyByIdAndIndex
 from ..cache_manager import CacheManager
 from ..enums import Placement
-from ..push import _NUM_TENSORS_PER_LAYER, PushArgs
 from ..status import LLMException, LLMStatusCode
+from ..transfer_args import _NUM_TENSORS_PER_LAYER, PushArgs
 from .control import PeerGone, PeerLink, PeerTimeout
 from .real_memory import adopt_registered
+from .siblings import SiblingsRefused
 from .transport import PeerDisconnected, TransferFailed, TransferTimeout
 
 if TYPE_CHECKING:
-    from .node import NodeRuntime
+    from .runtime_view import ProcessRuntime
 
 _push_ids = itertools.count(1)
 
@@ -78,10 +79,10 @@ class PushSession:
         self.layers_done = 0
 
 
-class MultiprocessCacheManager(CacheManager):
+class MultiprocessCacheManager(SiblingsRefused, CacheManager):
     """CacheManager of a node process; ``runtime`` is set by the node right after init."""
 
-    runtime: NodeRuntime | None = None
+    runtime: ProcessRuntime | None = None
 
     def __init__(self, engine: Any, options: Any) -> None:
         super().__init__(engine, options)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import queue
 import threading
-import time
 import uuid
 from typing import Any
 
@@ -25,19 +24,14 @@ from nodehost.serve import ActiveRequests
 from ..backend import ReferenceNode
 from ..enums import LLMRole
 from ..llm_datadist import LLMDataDist
-from ..status import LLMStatusCode
+from .bench import RawBench
 from .cache_manager import MultiprocessCacheManager
-from .control import ControlServer, PeerLink, PinTable, ServerConn
+from .control import ControlServer, PeerLink, PinTable
+from .links import LINK_SETUP_S, LinkClient
 from .real_memory import RealMemoryLLMDataDist
+from .serving import ControlServing
 from .transport import NixlTransport, precise_sleeps
 
-ACTIVE_POLL_S = 20e-6
-IDLE_POLL_S = 0.05
-#: how long a node progresses actively after a link handshake at most (the client's warm-up WRITE follows at once;
-#: the client says when it has completed: ``warmed``)
-LINK_PROGRESS_S = 0.1
-#: how long a link's data path may take to come up (NIXL metadata loaded, the first WRITE made)
-LINK_SETUP_S = 10.0
 #: free arenas of one size a node keeps between clusters
 KEPT_PER_SIZE = 2
 #: how long a reset waits for requests of the previous cluster still running (a push stops soon after its
@@ -84,8 +78,9 @@ class Arenas:
                     shared.free(buf)
 
 
-class NodeRuntime:
-    """Everything a node process holds beyond the node host's request loop."""
+class NodeRuntime(LinkClient, RawBench, ControlServing):
+    """Everything a node process holds beyond the node host's request loop: its state and lifecycle here, the
+    links it makes (:mod:`.links`), the requests it serves (:mod:`.serving`) and the raw benchmark (:mod:`.bench`)."""
 
     def __init__(self, authkey: bytes, listen: tuple[str, int] | None = None) -> None:
         self.authkey = authkey
@@ -211,181 +206,3 @@ class NodeRuntime:
             self.transport.register(*whole, keep=True)
         else:
             self.transport.register(addr, nbytes)
-
-    # ---- links (this node is the client) --------------------------------------------------------------
-    def link(self, server_id: int, address: tuple[str, int]) -> LLMStatusCode:
-        datadist = self._datadist()
-        if not datadist.engine.alive:
-            return LLMStatusCode.LLM_LINK_FAILED
-        with self._links_lock:
-            old = self.links.get(server_id)
-            if old is not None and not old.broken.is_set():
-                return LLMStatusCode.LLM_ALREADY_LINK
-            where = (str(address[0]), int(address[1]))
-            peer = self._parked.pop(where, None)
-            try:
-                if peer is None or peer.broken.is_set():
-                    peer = PeerLink(server_id, where, self.authkey)
-                else:
-                    peer.begin(server_id)
-                remote_id, metadata, generation, removals, scratch, agent = peer.request(
-                    "hello", datadist.cluster_id, timeout=10.0)
-            except Exception:  # noqa: BLE001 - an unreachable peer is a failed link
-                if peer is not None:
-                    peer.close()
-                return LLMStatusCode.LLM_LINK_FAILED
-            if remote_id != server_id:
-                peer.close()
-                return LLMStatusCode.LLM_LINK_FAILED
-            self.links[server_id] = peer
-        # the data path (the server's NIXL metadata loaded, the UCX endpoint made by a first tiny WRITE) comes up on
-        # the link worker while the caller goes on; a push over the link waits for it (PeerLink.data_path)
-        self._setups.started()
-        self._link_jobs.put((peer, metadata, generation, removals, scratch, agent))
-        return LLMStatusCode.LLM_SUCCESS
-
-    def _link_worker(self) -> None:
-        while True:
-            peer, metadata, generation, removals, scratch, agent = self._link_jobs.get()
-            try:
-                # a peer an earlier cluster's link loaded keeps its endpoint: its metadata is refreshed where it
-                # registered more since, loaded afresh (and its endpoint made again) where it deregistered anything
-                loaded = self.transport.peer_state(agent)
-                if loaded is not None and loaded[1] == removals:
-                    if loaded[0] != generation:
-                        self.transport.load_peer(metadata, generation, removals)
-                    peer.agent_name = agent
-                else:
-                    self.transport.drop_peer(agent)
-                    peer.agent_name = self.transport.load_peer(metadata, generation, removals)
-                    self.transport.warm_up(peer.agent_name, scratch)
-                peer.send("warmed")  # the server may stop progressing actively now
-            except Exception as exc:  # noqa: BLE001 - no data path: the link is broken
-                peer.data_path_error = f"{type(exc).__name__}: {exc}"
-                peer.close()
-            finally:
-                peer.data_path.set()
-                self._setups.ended()
-
-    def unlink(self, server_id: int) -> LLMStatusCode:
-        with self._links_lock:
-            peer = self.links.pop(server_id, None)
-        if peer is None:
-            return LLMStatusCode.LLM_NOT_YET_LINK
-        peer.data_path.wait(LINK_SETUP_S)  # its agent is loaded (or failed to be) before it is dropped
-        peer.close()
-        self.transport.drop_peer(peer.agent_name)
-        return LLMStatusCode.LLM_SUCCESS
-
-    # ---- benchmark baseline ---------------------------------------------------------------------------
-    def bench_raw(self, server_id: int, src: Any, dst_cache_id: int, tpl: int, repeats: int, per_layer: bool,
-                  notify: bool) -> list[float]:
-        """Raw NIXL WRITEs of batch 0 of every tensor of ``src`` into the remote cache (no push_cache checks):
-        one request with all descriptors, or (``per_layer``) one request of ``tpl`` descriptors per layer.
-        Returns the seconds of each repeat, measured in this process."""
-        peer = self.links[server_id]
-        peer.data_path.wait(LINK_SETUP_S)
-        entry = self._datadist().cache_manager.entry_of(src)
-        assert entry is not None
-        info = peer.request("open", dst_cache_id, 10.0, self.transport.peer_generation(peer.agent_name),
-                            timeout=10.0)
-        if info.get("metadata") is not None:
-            self.transport.load_peer(info["metadata"], info["generation"])
-        n = entry.stride
-        ldesc = [(v.ctypes.data, n, 0) for v in entry.views]
-        rdesc = [(a, n, 0) for a in info["addrs"][:len(ldesc)]]
-        handles = self.transport.prep(peer.agent_name, ldesc, rdesc)
-        groups = ([list(range(i, i + tpl)) for i in range(0, len(ldesc), tpl)] if per_layer
-                  else [list(range(len(ldesc)))])
-        notif = b"bench" if notify else b""
-        times = []
-        try:
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                for idx in groups:
-                    h, state = self.transport.post(handles[0], idx, handles[1], idx, notif)
-                    self.transport.wait(h, state, time.monotonic() + 30.0, lambda: None)
-                times.append(time.perf_counter() - t0)
-        finally:
-            self.transport.release_prep(handles)
-            peer.send("close", info["pin"])
-        return times
-
-    # ---- control requests (this node is the server) ----------------------------------------------------
-    def _on_control(self, sc: ServerConn, op: str, args: tuple[Any, ...]) -> Any:
-        if op == "hello":  # a link starts (on a new connection, or on one an earlier cluster's link left)
-            sc.client_id, sc.table, sc.linked = args[0], None, True
-            self._busy_until = time.monotonic() + LINK_PROGRESS_S
-            self.pins.wake.set()
-            metadata, generation = self.transport.metadata()
-            cluster_id = self.datadist.cluster_id if self.datadist else None
-            return (cluster_id, metadata, generation, self.transport.removals, self.transport.scratch.ctypes.data,
-                    self.transport.name)
-        if op == "open":
-            return self._open(sc, *args)
-        if op == "close":
-            self.pins.release(args[0])
-            return None
-        if op == "warmed":  # the link's warm-up WRITE completed: no more active progress for it
-            self._busy_until = 0.0
-            return None
-        raise ValueError(f"unknown control request {op!r}")
-
-    def _open(self, sc: ServerConn, cache_id: int, timeout_s: float, known_generation: int) -> dict[str, Any] | None:
-        datadist = self.datadist
-        if datadist is None or not datadist.is_initialized or not sc.linked:  # no link of this cluster's
-            return None
-        engine = datadist.engine
-        stale = bool(getattr(datadist._cache_manager, "stale_remote_table", False))
-        with self.pins.lock:
-            if sc.table is None or sc.table.version == 0:  # version 0: nothing published yet, sync again
-                sc.table = engine.snapshot_table()
-            if stale:
-                # vendor mode: the table synced at the link's first push, and nothing else (facts §1.3 N8): a
-                # cache deallocated since is still found, and its old memory written; no pin protects it
-                entry = sc.table.find(cache_id)
-                if entry is None:
-                    return None
-                pin = 0
-            else:
-                # the reference's remote lookup: by id, or (cache_id <= 0) the key with req_id 0 and model_id 0
-                entry = engine.lookup(cache_id) if cache_id > 0 else engine.lookup_by_key(0, 0)
-                if (entry is None or not entry.alive or self.pins.dying(entry.cache_id)
-                        or entry.cache_id not in sc.table.entries):
-                    return None
-                pin = self.pins.add(entry.cache_id, sc, timeout_s).pin_id if entry.remote_accessible else 0
-            space = engine.memory.space(entry.placement)
-            ends = []
-            for v in entry.views:
-                seg = space.find(v.ctypes.data, 0) if hasattr(space, "adopt") else None
-                ends.append(seg.end if seg is not None else v.ctypes.data + v.size)
-            info: dict[str, Any] = {
-                "cache_id": entry.cache_id, "placement": int(entry.placement), "num_tensors": entry.num_tensors,
-                "shape": entry.shape, "tensor_nbytes": entry.tensor_nbytes, "batch_size": entry.batch_size,
-                "stride": entry.stride, "is_blocks": entry.is_blocks, "remote_accessible": entry.remote_accessible,
-                "addrs": [v.ctypes.data for v in entry.views], "pin": pin, "ends": ends,
-            }
-        if known_generation != self.transport.generation:
-            info["metadata"], info["generation"] = self.transport.metadata()
-        return info
-
-    def _notif_loop(self) -> None:
-        """Progress for pushes into this node, and draining of their notifications (one per layer).
-
-        Agents run without NIXL's progress thread (it spins a core). A WRITE with a notification completes
-        at the sender only once the target's worker has progressed, so while a push holds a pin on one of
-        this node's caches the loop progresses every ~50 us; otherwise it idles (woken by the next pin). A link
-        handshake counts as a push until the client says its warm-up WRITE has completed (``_busy_until``): that
-        WRITE needs the same progress, or it waits for the next idle tick (~40 ms measured per link with pooled
-        processes).
-        """
-        while True:
-            if self.pins.active or time.monotonic() < self._busy_until:
-                time.sleep(ACTIVE_POLL_S)
-            else:
-                self.pins.wake.wait(IDLE_POLL_S)
-                self.pins.wake.clear()
-            try:
-                self.transport.drain_notifs()
-            except Exception:  # noqa: BLE001 - keep draining
-                pass
