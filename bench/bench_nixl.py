@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from conformance_tests.exitcodes import USAGE_ERROR
+from conformance_tests.cli.exitcodes import USAGE_ERROR
 
 MiB = 1 << 20
 

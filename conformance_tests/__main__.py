@@ -1,7 +1,7 @@
 """Command line: ``push-cache-kit`` / ``python -m conformance_tests``.
 
-    certify [pytest args...]      run the conformance suite against a backend (exit codes: exitcodes.py)
-    clauses [args...]             list / show the spec's clauses (conformance_tests.spec_cli)
+    certify [pytest args...]      run the conformance suite against a backend (exit codes: cli/exitcodes.py)
+    clauses [args...]             list / show the spec's clauses (conformance_tests.cli.clauses)
     report [render|summary|diff]  work with report files (conformance_tests.report.cli)
     site REPORT.json... --out DIR a static results site over many reports (conformance_tests.report.site)
 
@@ -21,9 +21,9 @@ import threading
 import time
 from collections.abc import Sequence
 
-from . import exitcodes
-from .invocation import CERTIFY_ARGS, pytest_argv
-from .usage_parser import UsageParser
+from .cli import exitcodes
+from .cli.invocation import CERTIFY_ARGS, pytest_argv
+from .cli.usage_parser import UsageParser
 
 #: how long the certify program waits for threads a backend left running before it exits without them
 THREAD_GRACE_S = 2.0
@@ -73,7 +73,7 @@ def _one_line_usage() -> object:
 
 
 def certify(args: Sequence[str]) -> int:
-    """Run the suite and return the kit's exit code (``conformance_tests/exitcodes.py``)."""
+    """Run the suite and return the kit's exit code (``conformance_tests/cli/exitcodes.py``)."""
     missing = missing_dependency()  # before --help too: listing the options imports the plugin's dependencies
     if missing:
         return _missing(missing)
@@ -125,7 +125,7 @@ def certify_help() -> int:
     """``certify --help``: the kit's own options and exit codes first, then pytest's options."""
     import pytest
 
-    from .options import OPTIONS
+    from .cli.options import OPTIONS
 
     parser = argparse.ArgumentParser(
         prog="python -m conformance_tests certify",
@@ -194,7 +194,7 @@ def exit_now_if_threads_linger(code: int, grace: float = THREAD_GRACE_S) -> None
 
 
 #: the subcommands other modules hold: each module's ``main(argv)`` parses its own arguments (one line for a bad one)
-DELEGATES = {"clauses": "conformance_tests.spec_cli", "report": "conformance_tests.report.cli",
+DELEGATES = {"clauses": "conformance_tests.cli.clauses", "report": "conformance_tests.report.cli",
              "site": "conformance_tests.report.site"}
 
 

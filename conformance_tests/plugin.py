@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import pytest
 
-from . import profiles  # noqa: F401 - registers the hypothesis profiles
-from .collection import FAMILY_MARK, Collection, ShardFilter
-from .context import RunContext
-from .exitcodes import RunResult
-from .failed_from import FailedFrom
-from .finish import Finish, restore_signals, terminate_as_interrupt
-from .options import add_options
-from .phases import TestPhases
-from .smoke import SmokeCheck
-from .startup import Startup, start_run
-from .state import RunState
+from .cli.exitcodes import RunResult
+from .cli.options import add_options
+from .running import profiles  # noqa: F401 - registers the hypothesis profiles
+from .running.context import RunContext
+from .running.finish import Finish, restore_signals, terminate_as_interrupt
+from .running.phases import TestPhases
+from .running.smoke import SmokeCheck
+from .running.startup import Startup, start_run
+from .running.state import RunState
+from .selecting.collection import FAMILY_MARK, Collection, ShardFilter
+from .selecting.failed_from import FailedFrom
 
 STATE = pytest.StashKey[RunState]()
 #: what running the suite without this plugin says (the suite's conftest.py)

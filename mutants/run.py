@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from conformance_tests.exitcodes import USAGE_ERROR
+from conformance_tests.cli.exitcodes import USAGE_ERROR
 from conformance_tests.report.model import LABEL_KIND, VerdictKind
 from conformance_tests.report.parts import Report, TestRow
 from conformance_tests.report.schema import ReportError, from_json

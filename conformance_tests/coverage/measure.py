@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
+from ..inputs.values import ABSENT
 from ..spec import Spec
 from ..spec.model import CoverageDimension
-from ..values import ABSENT
 from . import setup_inputs
 from .counts import count_classes, count_dimensions
 from .rules import KIND as RULES

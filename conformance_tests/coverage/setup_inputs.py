@@ -19,7 +19,7 @@ from ..spec.model import Bounds, CoverageDimension
 KINDS = ("bounds", "made")
 #: the classes of a bounded quantity, in the order the report lists them
 CLASSES = ("minimum", "interior", "maximum")
-#: the ways the testbed makes a cache (conformance_tests/testbed.py make_cache records one in CacheInfo.made)
+#: the ways the testbed makes a cache (conformance_tests/testbed/testbed.py make_cache records one in CacheInfo.made)
 MADE_WAYS = ("allocate", "allocate_with_keys", "register")
 
 

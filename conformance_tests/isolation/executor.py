@@ -1,6 +1,6 @@
 """The backend's process as seen from the kit: start it, send requests, wait with a deadline, bury it.
 
-A request waits for its reply no longer than :meth:`conformance_tests.deadlines.Deadlines.remaining` allows.  When the
+A request waits for its reply no longer than :meth:`conformance_tests.running.deadlines.Deadlines.remaining` allows.  When the
 deadline passes the process is killed (SIGKILL works whatever the backend is doing, even hanging in native
 code holding its GIL); when the process dies on its own (a segfault, ``os._exit``) the kit sees it exit (a pidfd),
 even while a process it started holds the pipe open.  Either way every request, the pending ones and the later
@@ -31,8 +31,8 @@ from typing import Any
 import datawire
 from datawire import Codec, Names, frames, rpc
 
-from ..deadlines import Deadlines
-from ..errors import HarnessError
+from ..running.deadlines import Deadlines
+from ..testbed.errors import HarnessError
 from . import wire
 from .api import KitApis
 from .processes import BackendProcess, become_subreaper, output_tail

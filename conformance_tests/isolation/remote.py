@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..deadlines import Deadlines
+from ..running.deadlines import Deadlines
 from .executor import BackendLost, Executor
 
 
@@ -74,7 +74,7 @@ class Remote:
 
 
 class RemoteMethod:
-    """A method of a remote object; one request per call.  :meth:`conformance_tests.deadlines.Deadlines.call` bounds it
+    """A method of a remote object; one request per call.  :meth:`conformance_tests.running.deadlines.Deadlines.call` bounds it
     in the kit's process (``bounded_by_caller``) instead of on a thread."""
 
     bounded_by_caller = True

@@ -15,7 +15,7 @@ one module per concern:
 - ``invalid``: invalid inputs generated from a clause's restriction;
 - ``histories``: ``history``, the stateful suite (a subpackage: model, testbed, draws, pushes, rules).
 
-Every procedure takes the run context (:class:`conformance_tests.context.RunContext`) as its first argument.
+Every procedure takes the run context (:class:`conformance_tests.running.context.RunContext`) as its first argument.
 """
 
 from . import (  # noqa: F401 - they register

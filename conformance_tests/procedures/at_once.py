@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import oracle
-from ..differences import Difference
-from ..judged_push import Push
-from ..judging import effect_problems, outcome_problem
-from ..observation import Observation
+from ..judging import oracle
+from ..judging.differences import Difference
+from ..judging.judge import effect_problems, outcome_problem
+from ..judging.judged_push import Push
+from ..judging.observation import Observation
 from ..spec import Expectation
-from ..testbed import Outcome, Testbed
+from ..testbed.testbed import Outcome, Testbed
 
 #: how long the threads wait for each other at the start line
 BARRIER_S = 10

@@ -7,14 +7,14 @@ import time
 
 import pytest
 
-from ..context import RunContext
-from ..errors import HarnessError
-from ..judged_push import Push
-from ..judging import fail, judge
-from ..observation import Observation
+from ..judging.judge import fail, judge
+from ..judging.judged_push import Push
+from ..judging.observation import Observation
+from ..running.context import RunContext
 from ..spec import Case, Clause, Raises
 from ..spec.model import Fault, FirstPush
-from ..testbed import Outcome, Testbed
+from ..testbed.errors import HarnessError
+from ..testbed.testbed import Outcome, Testbed
 from .common import opened, per_call_bound, require, sync_timeout_s
 from .registry import Item, case_items, procedure
 from .steps import STEPS

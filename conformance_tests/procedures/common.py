@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ..context import RunContext
+from ..running.context import RunContext
 from ..spec import Scenario
-from ..testbed import Testbed, missing_capabilities
+from ..testbed.testbed import Testbed, missing_capabilities
 
 #: how long one push may take before it counts as a hang, unless the per-test bound is shorter
 PUSH_BOUND_S = 30.0

@@ -5,12 +5,12 @@ wrote)."""
 
 from __future__ import annotations
 
-from ..context import RunContext
 from ..coverage.measure import group_keys, relations
-from ..judging import fail
+from ..inputs.values import Deferred, Value
+from ..judging.judge import fail
+from ..running.context import RunContext
 from ..spec import CacheSpec, Clause
-from ..testbed import CacheInfo, Call
-from ..values import Deferred, Value
+from ..testbed.testbed import CacheInfo, Call
 from .at_once import judge_each, others_into_own, push_at_once
 from .common import per_call_bound, require
 from .histories.bed import HistoryBed

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..context import RunContext
-from ..judging import fail, raised_as
-from ..recorder import lit
+from ..inputs.values import Value, literal
+from ..judging.judge import fail, raised_as
+from ..running.context import RunContext
 from ..spec import Case, Clause, Raises
-from ..testbed import describe_exception
-from ..values import Value, literal
+from ..testbed.recorder import lit
+from ..testbed.testbed import describe_exception
 from .common import opened
 from .registry import Item, case_items, procedure
 

@@ -19,16 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..context import RunContext
 from ..coverage.counts import count_dimensions
 from ..coverage.measure import count_keys
-from ..errors import HarnessError
-from ..judging import fail, judge
-from ..observation import Observation
+from ..inputs.values import Deferred, Value
+from ..judging.judge import fail, judge
+from ..judging.observation import Observation
+from ..running.context import RunContext
 from ..spec import Clause
 from ..spec.model import CoverageDimension
-from ..testbed import CacheInfo, Call, Outcome
-from ..values import Deferred, Value
+from ..testbed.errors import HarnessError
+from ..testbed.testbed import CacheInfo, Call, Outcome
 from . import concurrency
 from .common import per_call_bound, require
 from .histories.bed import HistoryBed

@@ -4,8 +4,8 @@ a default left to it, so each ``<parameter>:omitted`` is reached in every releas
 
 from __future__ import annotations
 
-from ..context import RunContext
-from ..judging import judge
+from ..judging.judge import judge
+from ..running.context import RunContext
 from ..spec import Clause
 from .common import opened, per_call_bound, require
 from .registry import GENERATED, Item, procedure

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
-from ..context import RunContext
-from ..judging import fail, judge
-from ..signatures import signature_problems
+from ..judging.judge import fail, judge
+from ..judging.signatures import signature_problems
+from ..running.context import RunContext
 from ..spec import CacheSpec, Clause
 from ..spec.model import Member
 from .common import opened, per_call_bound

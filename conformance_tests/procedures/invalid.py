@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from .. import strategies, violations
-from ..context import RunContext
 from ..coverage.measure import rule_keys
+from ..inputs import strategies, violations
+from ..running.context import RunContext
 from ..spec import Clause, Expectation, Level
 from ..spec.expect import union
 from .common import require

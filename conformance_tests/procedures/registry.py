@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..context import RunContext
+from ..running.context import RunContext
 from ..spec import Clause
 
 

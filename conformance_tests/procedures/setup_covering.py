@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import strategies
-from ..context import RunContext
 from ..coverage import universe
 from ..coverage.pairwise import Array, covering_array
+from ..inputs import strategies
+from ..running.context import RunContext
 from ..spec import Clause
 from .common import require
 from .registry import Item, procedure

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import strategies
 from ..coverage import setup_inputs
 from ..coverage.measure import _field_of
+from ..inputs import strategies
 from ..spec import CacheSpec, Spec
 from ..spec.model import CoverageDimension
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import HarnessError
-from ..testbed import Testbed
+from ..testbed.errors import HarnessError
+from ..testbed.testbed import Testbed
 from .common import per_call_bound
 
 Step = Callable[[Testbed], None]

@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
-from .. import strategies
-from ..context import RunContext
-from ..judging import judge
-from ..profiles import CERTIFY_EXAMPLES
+from ..inputs import strategies
+from ..judging.judge import judge
+from ..running.context import RunContext
+from ..running.profiles import CERTIFY_EXAMPLES
 from ..spec import Clause, Expectation
 from ..spec.expect import check_names
 from .common import opened, per_call_bound, require

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..usage_parser import UsageParser
+from ..cli.usage_parser import UsageParser
 from .builder import outcome_for
 from .diff import diff_reports, format_diff
 from .markdown import format_compatibility
@@ -210,7 +210,7 @@ def merge_command(args: argparse.Namespace) -> int:
     """``report merge``: read every shard report (a bad one is a one-line error), merge, write the set into
     --out (DIR.partial/ instead when the result is partial and DIR holds a full report), print the verdict and
     the files; the exit code is the one certify gives that verdict."""
-    from .. import exitcodes
+    from ..cli import exitcodes
     from .folders import check_writable, holds_full_report, partial_sibling
 
     shards = [read_shard(p) for p in args.reports]

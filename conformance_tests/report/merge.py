@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from ..options import without_options
-from ..push_features import merge_stats
-from ..reproducible import VERSIONED, layouts_sha256
-from ..selection import WHY_NOT_RUN, WHY_OTHER_SHARD, WHY_SHARD_MISSING
+from ..cli.options import without_options
+from ..judging.push_features import merge_stats
+from ..running.reproducible import VERSIONED, layouts_sha256
+from ..selecting.selection import WHY_NOT_RUN, WHY_OTHER_SHARD, WHY_SHARD_MISSING
 from .builder import build_report
 from .parts import (
     DomainCoverage,

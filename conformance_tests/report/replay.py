@@ -1,7 +1,7 @@
 """Which of a report's recorded ``certify`` arguments ``report verify`` runs again, and which backend that imports.
 
 A report is a file anyone can edit, and verification runs what it records; so verification re-runs only options
-certify itself defines (:data:`conformance_tests.options.OPTIONS`, as ``certify --help`` lists them) and the few
+certify itself defines (:data:`conformance_tests.cli.options.OPTIONS`, as ``certify --help`` lists them) and the few
 pytest options whose effect a report records (:data:`PYTEST_REPLAYED`: the selection, hypothesis's profile and
 seed, reruns, workers, verbosity), each value checked. Anything else is refused, one line, before anything runs:
 a plugin (``-p`` other than ``-p no:NAME``), an ini file or an override (``-c``, ``-o``), a rootdir, an output
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..options import OPTIONS, without_options
-from ..profiles import NAMES as PROFILE_NAMES
+from ..cli.options import OPTIONS, without_options
 from ..resolution import BackendError, available_backends, backend_target, is_file_target, split_target
-from ..shards import parse_shard
+from ..running.profiles import NAMES as PROFILE_NAMES
+from ..selecting.shards import parse_shard
 from .schema import ReportError
 
 #: pytest's spelling of "do not load plugin NAME": the one form of -p that loads nothing

@@ -10,7 +10,7 @@ from pathlib import Path
 from .model import FAILING_TEST_OUTCOMES
 from .parts import Report, TestRow
 
-#: certify's option, as its command line spells it (conformance_tests/options.py registers it)
+#: certify's option, as its command line spells it (conformance_tests/cli/options.py registers it)
 FLAG = "--failed-from"
 
 

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any, cast
 
-from ..attempts import FAILING, PASSING
 from ..resolution import IN_PROCESS_BY_DEFAULT, available_backends, is_file_target, split_target
+from ..running.attempts import FAILING, PASSING
 from .builder import build_report
 from .parts import Attempt, ClauseRow, Report, TestRow
 
@@ -32,7 +32,7 @@ from .parts import Attempt, ClauseRow, Report, TestRow
 DERIVED = ("summary", "clause_summary", "verdict", "clauses")
 #: clause-row fields that come from the spec (the rest build_report derives from the rows)
 CLAUSE_FIELDS_DERIVED = ("tests", "outcome", "covered")
-#: what a row of an outcome never carries (rows.py): a passed test's phases give no message and no failed clauses,
+#: what a row of an outcome never carries (running/rows.py): a passed test's phases give no message and no failed clauses,
 #: and only a judged failure keeps its last push (for the likely-cause analysis)
 NEVER_WITH: dict[str, tuple[str, ...]] = {"passed": ("message", "failed_clauses", "push")}
 #: the most items a problem line names
@@ -91,7 +91,7 @@ def derived_differences(report: Report) -> list[str]:
 
 
 def settled_outcome(attempts: Sequence[Attempt]) -> str | None:
-    """The outcome a row's attempts settle to (attempts.py): failed then passed is flaky, else the last one."""
+    """The outcome a row's attempts settle to (running/attempts.py): failed then passed is flaky, else the last one."""
     outcomes = [a.get("outcome") for a in attempts]
     if outcomes and outcomes[-1] in PASSING and any(o in FAILING for o in outcomes):
         return "flaky"

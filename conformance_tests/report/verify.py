@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-from ..exitcodes import NOT_CERTIFIED
-from ..reproducible import VERSIONED, run_versions
+from ..cli.exitcodes import NOT_CERTIFIED
+from ..running.reproducible import VERSIONED, run_versions
 from .parts import Report
 from .replay import BackendOrigin, backend_origin, replayable
 from .schema import ReportError, load_report

@@ -3,7 +3,7 @@
 :class:`Raises` (exception kinds, a status, and the side effects a refused call may leave: none unless the
 clause says otherwise), :class:`Succeeds` (a named postcondition) and :class:`AnyOf` (the envelope of a ``may``
 clause). The forms are plain data: how an outcome is judged against them lives in
-:mod:`conformance_tests.judging`, which binds each postcondition and side-effect name to its check.
+:mod:`conformance_tests.judging.judge`, which binds each postcondition and side-effect name to its check.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from ..bounded_yaml import BoundedLoader, LimitError, read_bounded
+from .bounded_yaml import BoundedLoader, LimitError, read_bounded
 from .errors import SpecError
 from .expect import parse_expect
 from .levels import Level

@@ -3,7 +3,7 @@
 A case's ``args`` (and the baseline ``call``) name push_cache's arguments in a small language: a YAML scalar or
 list stands for itself; a mapping is a tagged value (``{range: [0, L]}``, ``{key: CacheKeyByIdAndIndex, cache:
 unknown}``, ``{cache: blocks}``, ``{absent: true}``, ``{int: "2**64"}``, ``{symbol: B}``; spec/README.md). The
-loader turns each into one of the classes below; :mod:`conformance_tests.values` resolves them against an opened
+loader turns each into one of the classes below; :mod:`conformance_tests.inputs.values` resolves them against an opened
 scenario (the symbols, the caches, node.api's classes). ``{int: ...}`` is evaluated here by a small grammar of
 integers, ``+ - * **`` and parentheses, bounded in size, never by ``eval``.
 """

@@ -1,5 +1,5 @@
 """The one test function of a family module: every item of every clause of the family, parametrized by the
-kit's plugin from the spec (``conformance_tests.collection``)."""
+kit's plugin from the spec (``conformance_tests.selecting.collection``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from ..collection import FAMILY_MARK
-from ..context import RunContext
 from ..procedures import Item, run_item
+from ..running.context import RunContext
+from ..selecting.collection import FAMILY_MARK
 from ..spec import Clause
 
 

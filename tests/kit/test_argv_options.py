@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance_tests.options import without_options
+from conformance_tests.cli.options import without_options
 from conformance_tests.report.merge import PER_SHARD_OPTIONS, shard_argv
 from conformance_tests.report.replay import CHOSEN_BY_VERIFY
 

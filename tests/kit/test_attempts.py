@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance_tests.attempts import settled
-from conformance_tests.phases import _message, replayed_and_passed
-from conformance_tests.rows import PROPERTY, Rows, phase_outcome
+from conformance_tests.running.attempts import settled
+from conformance_tests.running.phases import _message, replayed_and_passed
+from conformance_tests.running.rows import PROPERTY, Rows, phase_outcome
 
 NODE = "conformance_tests/suite/test_param.py::test_clause[push_cache.param.size.type-float]"
 META = {"clauses": ["push_cache.param.size.type"], "level": "must", "params": {"item": "float"}, "expected": "pass",

@@ -87,9 +87,9 @@ def test_a_judgement_reads_every_live_cache_of_a_node_in_one_request(fakes_impor
     live cache of a node in one batch, and every guard band and freed region of a node in one more."""
     from batching_backend import backend
 
-    from conformance_tests.context import RunContext
-    from conformance_tests.observation import Observation
-    from conformance_tests.testbed import Outcome, Testbed
+    from conformance_tests.judging.observation import Observation
+    from conformance_tests.running.context import RunContext
+    from conformance_tests.testbed.testbed import Outcome, Testbed
 
     run = RunContext.for_backend(backend, "batching_backend:backend")
     with Testbed(run, run.spec.scenario) as tb:

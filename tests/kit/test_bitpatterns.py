@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance_tests.bitpatterns import pattern_bytes, patterns
+from conformance_tests.inputs.bitpatterns import pattern_bytes, patterns
 from conformance_tests.spec import load_spec
 
 MEMBERS = load_spec().types.enums["DataType"].members

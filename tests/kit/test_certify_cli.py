@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conformance_tests.exitcodes import ADAPTER_ERROR, NOT_CERTIFIED, PARTIAL, USAGE_ERROR
+from conformance_tests.cli.exitcodes import ADAPTER_ERROR, NOT_CERTIFIED, PARTIAL, USAGE_ERROR
 from tests.helpers import ROOT
 from tests.helpers.certify import FAKES, certify
 

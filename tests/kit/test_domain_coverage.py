@@ -14,11 +14,11 @@ import yaml
 from conformance_tests.coverage import push_keys, relation_keys, relation_of, tally, universe
 from conformance_tests.coverage.measure import RELATION_FACTS, relations
 from conformance_tests.coverage.tally import line
+from conformance_tests.inputs.values import Value
 from conformance_tests.report.builder import compute_verdict
 from conformance_tests.report.merge import merged_coverage
 from conformance_tests.spec import SpecError, default_spec_path, load_spec
-from conformance_tests.testbed import Call
-from conformance_tests.values import Value
+from conformance_tests.testbed.testbed import Call
 from tests.helpers.certify import certify
 
 SPEC = load_spec()

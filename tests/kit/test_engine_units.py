@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from conformance_tests.backend import capability_supported
-from conformance_tests.expectations import ExpectationsError, load_expectations
-from conformance_tests.oracle import CacheLayout, Transfer, expected_destination
-from conformance_tests.oracle import diff as diff_tensors
+from conformance_tests.inputs.values import DecodeContext, Value, decode, materialise
+from conformance_tests.judging.oracle import CacheLayout, Transfer, expected_destination
+from conformance_tests.judging.oracle import diff as diff_tensors
 from conformance_tests.resolution import BackendError, resolve_backend
+from conformance_tests.selecting.expectations import ExpectationsError, load_expectations
 from conformance_tests.spec.load import deep_merge
 from conformance_tests.spec.model import Parameter, Signature
 from conformance_tests.spec.value_language import ValueLanguageError, evaluate_int, parse_value
-from conformance_tests.values import DecodeContext, Value, decode, materialise
 
 PKG = Path(__file__).resolve().parents[2] / "conformance_tests"
 
@@ -181,7 +181,7 @@ def test_deep_merge_keeps_siblings_and_removes_nothing():
 
 
 def test_signature_problems_are_specific():
-    from conformance_tests.signatures import signature_problems
+    from conformance_tests.judging.signatures import signature_problems
 
     def push_cache(dst_cache_key, src_cache, src_batch_index=0, size=-2, **kwargs):  # noqa: ARG001
         return None

@@ -17,12 +17,12 @@ import pytest
 import yaml
 
 from conformance_tests.__main__ import DELEGATES, front_parser, main
-from conformance_tests.bounded_yaml import MAX_ALIASES, MAX_FILE_BYTES
-from conformance_tests.exitcodes import PARTIAL, USAGE_ERROR
-from conformance_tests.expectations import ExpectationsError, load_expectations
+from conformance_tests.cli.exitcodes import PARTIAL, USAGE_ERROR
 from conformance_tests.report.folders import default_folder, safe_name, write_files
 from conformance_tests.resolution import BackendError, backend_target, resolve_backend
+from conformance_tests.selecting.expectations import ExpectationsError, load_expectations
 from conformance_tests.spec import SpecError, load_spec
+from conformance_tests.spec.bounded_yaml import MAX_ALIASES, MAX_FILE_BYTES
 from tests.helpers import ROOT
 from tests.helpers.certify import certify
 
@@ -129,11 +129,11 @@ def test_the_next_write_cleans_what_a_killed_run_left(tmp_path):
 
 
 def _delegate_parsers() -> dict[str, argparse.ArgumentParser]:
-    from conformance_tests import spec_cli
+    from conformance_tests.cli import clauses
     from conformance_tests.report import cli as report_cli
     from conformance_tests.report import site
 
-    parsers = {"clauses": spec_cli.build_parser(), "report": report_cli._parser(None), "site": site._parser(None)}
+    parsers = {"clauses": clauses.build_parser(), "report": report_cli._parser(None), "site": site._parser(None)}
     assert set(parsers) == set(DELEGATES), f"a subcommand this test does not walk: {sorted(set(DELEGATES) ^ set(parsers))}"
     return parsers
 

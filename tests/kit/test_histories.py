@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import find, settings
 
-import conformance_tests.profiles  # noqa: F401 - registers the profiles
-from conformance_tests import strategies
-from conformance_tests.context import RunContext
-from conformance_tests.judging import ClauseFailure
+import conformance_tests.running.profiles  # noqa: F401 - registers the profiles
+from conformance_tests.inputs import strategies
+from conformance_tests.judging.judge import ClauseFailure
 from conformance_tests.procedures import PROCEDURES, items_for
 from conformance_tests.procedures.histories import draws
 from conformance_tests.procedures.histories.bed import CONTENTS
+from conformance_tests.running.context import RunContext
 from conformance_tests.spec import CacheSpec, Level
 from mutants import catalog
 from reference_impl.backend import backend as reference
@@ -124,8 +124,8 @@ def test_the_model_stream_starts_at_the_edges_and_unknown_ids_alias_in_every_com
 def test_a_focused_judgement_reads_its_destination_and_the_check_after_the_run_reads_everything():
     """A long run judges each push on its destination (the testbed's focus); the check once the run ends reads
     every cache: a byte changed in any other cache during the run, the source included, fails it."""
-    from conformance_tests.observation import Observation
-    from conformance_tests.testbed import Outcome, Testbed
+    from conformance_tests.judging.observation import Observation
+    from conformance_tests.testbed.testbed import Outcome, Testbed
 
     run = RunContext.for_backend(reference, "reference_impl.backend:backend")
     with Testbed(run, run.spec.scenario) as tb:

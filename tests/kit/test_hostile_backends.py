@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_tests.exitcodes import ADAPTER_ERROR, NOT_CERTIFIED, USAGE_ERROR
+from conformance_tests.cli.exitcodes import ADAPTER_ERROR, NOT_CERTIFIED, USAGE_ERROR
 from tests.helpers import ROOT, child_pythonpath
 from tests.helpers.certify import FAKES, certify
 from tests.helpers.processes import process_gone

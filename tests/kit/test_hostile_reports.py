@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance_tests.exitcodes import USAGE_ERROR
-from conformance_tests.options import OPTIONS
+from conformance_tests.cli.exitcodes import USAGE_ERROR
+from conformance_tests.cli.options import OPTIONS
 from conformance_tests.report.replay import PYTEST_REPLAYED, replay_parser, replayable
 from conformance_tests.report.schema import MAX_DEPTH, ReportError
 from tests.helpers import ROOT, child_pythonpath

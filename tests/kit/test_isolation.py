@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance_tests.deadlines import Deadlines, Hung, RaisedInterrupt
-from conformance_tests.exitcodes import NOT_CERTIFIED, PARTIAL
-from conformance_tests.options import OPTIONS
+from conformance_tests.cli.exitcodes import NOT_CERTIFIED, PARTIAL
+from conformance_tests.cli.options import OPTIONS
 from conformance_tests.resolution import IN_PROCESS_BY_DEFAULT
-from conformance_tests.state import DEFAULT_MAX_TIME_S
+from conformance_tests.running.deadlines import Deadlines, Hung, RaisedInterrupt
+from conformance_tests.running.state import DEFAULT_MAX_TIME_S
 from tests.helpers import ROOT
 from tests.helpers.certify import FAKES, certify
 from tests.helpers.processes import child_running, process_gone

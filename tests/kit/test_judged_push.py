@@ -1,4 +1,4 @@
-"""The push being judged is a value (conformance_tests/judged_push.py), not four testbed fields callers re-point:
+"""The push being judged is a value (conformance_tests/judging/judged_push.py), not four testbed fields callers re-point:
 the value is immutable, the judge takes it (and judges the caches it names, whatever the testbed's baseline), no
 code aims a push by assigning a testbed's local/remote/src/dst, differences are typed records the judge sorts by
 their fields, and the concurrent push is made and judged in one module."""
@@ -11,14 +11,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from conformance_tests.context import RunContext
-from conformance_tests.differences import Difference, Where
-from conformance_tests.judged_push import Push
-from conformance_tests.judging import ClauseFailure, judge, where_memory_is_wrong
-from conformance_tests.observation import Observation
-from conformance_tests.oracle import diff, outside_envelope
+from conformance_tests.judging.differences import Difference, Where
+from conformance_tests.judging.judge import ClauseFailure, judge, where_memory_is_wrong
+from conformance_tests.judging.judged_push import Push
+from conformance_tests.judging.observation import Observation
+from conformance_tests.judging.oracle import diff, outside_envelope
+from conformance_tests.running.context import RunContext
 from conformance_tests.spec.expect import parse_expect
-from conformance_tests.testbed import Call, Outcome, Testbed
+from conformance_tests.testbed.testbed import Call, Outcome, Testbed
 from reference_impl.backend import backend as reference
 from tests.helpers import ROOT
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance_tests.context import RunContext
-from conformance_tests.judging import judge
+from conformance_tests.judging.judge import judge
+from conformance_tests.running.context import RunContext
 from conformance_tests.spec.expect import Expectation, Succeeds, parse_expect
 from conformance_tests.spec.value_language import parse_value
-from conformance_tests.testbed import GUARD_BYTES, Outcome, Testbed
+from conformance_tests.testbed.testbed import GUARD_BYTES, Outcome, Testbed
 from reference_impl.backend import backend
 
 CLAUSE = "push_cache.data.postcondition"

@@ -12,7 +12,7 @@ import pytest
 from conformance_tests.procedures.histories.pushes import NATURAL_MS, SLOW_BYTES_PER_MS, natural_ms, overtime
 from conformance_tests.spec import load_spec
 from conformance_tests.spec.expect import envelope
-from conformance_tests.testbed import Outcome
+from conformance_tests.testbed.testbed import Outcome
 
 SPEC = load_spec()
 OVERTIME = next(c for c in SPEC.clauses if c.history == "delay_over_layers")

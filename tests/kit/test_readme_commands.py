@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_tests.exitcodes import PARTIAL, USAGE_ERROR
+from conformance_tests.cli.exitcodes import PARTIAL, USAGE_ERROR
 from tests.helpers import ROOT
 from tests.helpers.install import install_kit
 from tests.helpers.ssh import CI_ENV
@@ -211,11 +211,11 @@ def test_a_backend_registered_as_the_readme_says_is_certified_by_name(installed,
 
 def test_the_readme_says_which_profiles_replace_the_full_report():
     """A profile with certification's examples or more makes a full run, whose reports replace
-    reports/<backend>/; one with fewer is PARTIAL (conformance_tests/finish.py completeness)."""
+    reports/<backend>/; one with fewer is PARTIAL (conformance_tests/running/finish.py completeness)."""
     from hypothesis import settings
 
-    import conformance_tests.profiles  # noqa: F401 - registers the profiles
-    from conformance_tests.profiles import CERTIFY_EXAMPLES
+    import conformance_tests.running.profiles  # noqa: F401 - registers the profiles
+    from conformance_tests.running.profiles import CERTIFY_EXAMPLES
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `tox -e certify -- --hypothesis-profile (\w+)` \| (.*) \|$", text, re.M)

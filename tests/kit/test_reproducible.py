@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
-from conformance_tests import reproducible
+from conformance_tests.running import reproducible
 
 #: where each test's new module's constants lie (apart, so one test's module cannot stand for another's)
 PINNED, UNPINNED, TWICE, SPAN = 914_000_000_000, 915_000_000_000, 916_000_000_000, 7919 * 200

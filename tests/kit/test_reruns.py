@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from conformance_tests.exitcodes import NOT_CERTIFIED, PARTIAL, USAGE_ERROR
+from conformance_tests.cli.exitcodes import NOT_CERTIFIED, PARTIAL, USAGE_ERROR
 from conformance_tests.report.cli import main as report_main
 from conformance_tests.report.diff import diff_reports
 from conformance_tests.report.site import build_site
+from conformance_tests.running.startup import reruns
 from conformance_tests.spec import Succeeds, load_spec
-from conformance_tests.startup import reruns
 from tests.helpers import ROOT
 from tests.helpers.certify import certify
 

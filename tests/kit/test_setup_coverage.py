@@ -14,11 +14,11 @@ import yaml
 from conformance_tests.coverage import push_keys, universe
 from conformance_tests.coverage.pairwise import covering_array, targets
 from conformance_tests.coverage.setup_inputs import MADE_WAYS, classes
+from conformance_tests.inputs.values import Value
 from conformance_tests.procedures.setup_covering import plan
 from conformance_tests.spec import default_spec_path, load_spec
 from conformance_tests.spec.model import Bounds
-from conformance_tests.testbed import Call
-from conformance_tests.values import Value
+from conformance_tests.testbed.testbed import Call
 from reference_impl.backend import backend as reference
 from tests.helpers.certify import certify
 

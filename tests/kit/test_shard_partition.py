@@ -1,4 +1,4 @@
-"""The partition behind ``certify --shard K/N`` (conformance_tests/shards.py): what K/N may be, clause groups
+"""The partition behind ``certify --shard K/N`` (conformance_tests/selecting/shards.py): what K/N may be, clause groups
 (joined through tests that name several clauses), and a deterministic, balanced assignment of whole groups."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from conformance_tests.shards import Shard, ShardTest, assign, clause_groups, parse_shard
+from conformance_tests.selecting.shards import Shard, ShardTest, assign, clause_groups, parse_shard
 
 
 @pytest.mark.parametrize(("text", "shard"), [("1/1", Shard(1, 1)), ("2/3", Shard(2, 3)), (" 3 / 3 ", Shard(3, 3))])

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from conformance_tests import exitcodes
-from conformance_tests.selection import WHY_OTHER_SHARD, WHY_SHARD_MISSING
+from conformance_tests.cli import exitcodes
+from conformance_tests.selecting.selection import WHY_OTHER_SHARD, WHY_SHARD_MISSING
 from tests.helpers import ROOT
 from tests.helpers.certify import certify
 

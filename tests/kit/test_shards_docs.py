@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
-from conformance_tests.options import OPTIONS
+from conformance_tests.cli.options import OPTIONS
 from conformance_tests.report.cli import _parser as report_parser
-from conformance_tests.shards import Shard, parse_shard
+from conformance_tests.selecting.shards import Shard, parse_shard
 from tests.helpers import ROOT
 
 DOC = ROOT / "docs" / "shards.md"

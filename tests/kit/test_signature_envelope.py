@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 
-from conformance_tests.signatures import signature_problems
+from conformance_tests.judging.signatures import signature_problems
 from conformance_tests.spec import load_spec
 
 ENTRY = load_spec().signature_for("8.3.RC1.alpha002")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_tests.exitcodes import USAGE_ERROR
+from conformance_tests.cli.exitcodes import USAGE_ERROR
 from tests.helpers import ROOT
 from tests.helpers.certify import IN_PROCESS
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance_tests import exitcodes
-from conformance_tests.exitcodes import (
+from conformance_tests.cli import exitcodes
+from conformance_tests.cli.exitcodes import (
     CERTIFIED_WITH_WAIVERS,
     NOT_CERTIFIED,
     PARTIAL,
@@ -373,7 +373,7 @@ def test_pytest_codes_map_to_kit_codes():
 
 
 def test_a_report_that_cannot_be_written_never_exits_0():
-    from conformance_tests.finish import exit_code_for
+    from conformance_tests.running.finish import exit_code_for
 
     certified = {"certified": True, "kind": "certified", "label": "CERTIFIED"}
     assert exit_code_for(certified, None) == exitcodes.CERTIFIED

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_tests.exitcodes import NOT_CERTIFIED, PARTIAL, USAGE_ERROR
+from conformance_tests.cli.exitcodes import NOT_CERTIFIED, PARTIAL, USAGE_ERROR
 from conformance_tests.spec import load_spec
 from tests.helpers import ROOT, child_pythonpath
 from tests.helpers.certify import certify

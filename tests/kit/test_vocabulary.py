@@ -8,7 +8,9 @@ import json
 
 import pytest
 
-from conformance_tests import observation, procedures, violations
+from conformance_tests import procedures
+from conformance_tests.inputs import violations
+from conformance_tests.judging import observation
 from conformance_tests.procedures.histories import SITUATIONS
 from conformance_tests.spec import LEVELS, default_schema_path, load_spec
 from conformance_tests.spec.expect import check_names

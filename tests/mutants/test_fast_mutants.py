@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from conformance_tests.exitcodes import PARTIAL
+from conformance_tests.cli.exitcodes import PARTIAL
 from tests.helpers import ROOT
 
 FAST = ["ignores_src_batch_index", "one_byte_past", "modifies_source", "accepts_step_two",

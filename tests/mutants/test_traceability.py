@@ -8,7 +8,7 @@ import sys
 import pytest
 import yaml
 
-from conformance_tests.phases import traceability_problem
+from conformance_tests.running.phases import traceability_problem
 from conformance_tests.spec import load_spec
 from mutants.catalog import MUTANTS, Mutant
 from mutants.run import catalog_problems

@@ -4,7 +4,7 @@ failing push of a group satisfies and no passing push does, found greedily; and 
 
 from __future__ import annotations
 
-from conformance_tests.push_features import RAISED, RETURNED, SLICE, merge
+from conformance_tests.judging.push_features import RAISED, RETURNED, SLICE, merge
 from conformance_tests.report.causes import likely_causes
 from conformance_tests.report.markdown import MAX_CHARS, to_markdown
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from conformance_tests.exitcodes import NOT_CERTIFIED, PARTIAL, USAGE_ERROR
+from conformance_tests.cli.exitcodes import NOT_CERTIFIED, PARTIAL, USAGE_ERROR
 from conformance_tests.report.rerun import failing_tests, rerun_command
-from conformance_tests.selection import WHY_FAILED_FROM
+from conformance_tests.selecting.selection import WHY_FAILED_FROM
 from tests.helpers.certify import certify
 
 

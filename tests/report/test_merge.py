@@ -9,15 +9,15 @@ import json
 
 import pytest
 
-from conformance_tests import exitcodes
-from conformance_tests.push_features import MAX_VALUES
+from conformance_tests.cli import exitcodes
+from conformance_tests.judging.push_features import MAX_VALUES
 from conformance_tests.report import ReportError, build_report, shard_checks, write_reports
 from conformance_tests.report import merge as merge_module
 from conformance_tests.report.cli import main
 from conformance_tests.report.merge import ShardReport, merge_reports, read_shard, shard_argv
 from conformance_tests.report.shard_checks import clause_spec
-from conformance_tests.selection import WHY_CLAUSES, WHY_NOT_RUN, WHY_OTHER_SHARD, WHY_SHARD_MISSING
-from conformance_tests.shards import Shard, shard_reason
+from conformance_tests.selecting.selection import WHY_CLAUSES, WHY_NOT_RUN, WHY_OTHER_SHARD, WHY_SHARD_MISSING
+from conformance_tests.selecting.shards import Shard, shard_reason
 
 #: the rows of a serial run over the conftest's clauses (every outcome) and which shard each went to
 ASSIGNED_OF_TWO = [1, 1, 2, 2, 1, 2, 1, 2, 1, 2, 1, 1, 2]

@@ -15,7 +15,7 @@ from conformance_tests.report.shades import Shade, VerdictClass
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = sorted([*(ROOT / "conformance_tests" / "report").glob("*.py"), ROOT / "mutants" / "run.py",
-                  ROOT / "conformance_tests" / "finish.py"])
+                  ROOT / "conformance_tests" / "running" / "finish.py"])
 KINDS = {kind.value for kind in VerdictKind}
 SHADES = {shade.value for shade in Shade}
 LABELS = set(LABEL_KIND)
@@ -85,6 +85,6 @@ def test_the_scan_finds_a_bare_kind_and_a_label_prefix(tmp_path: Path) -> None:
 def test_the_exit_codes_know_every_verdict_kind():
     """exitcodes.py spells the kinds itself (it must import no dependency: the CLI's missing-dependency check
     reads it), so its map is held to VerdictKind here: a kind added, renamed or dropped fails."""
-    from conformance_tests.exitcodes import BY_VERDICT_KIND
+    from conformance_tests.cli.exitcodes import BY_VERDICT_KIND
 
     assert set(BY_VERDICT_KIND) == KINDS, (sorted(BY_VERDICT_KIND), sorted(KINDS))

@@ -1,4 +1,4 @@
-"""conformance_tests.spec_cli: the clause listing."""
+"""conformance_tests.cli.clauses: the clause listing."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conformance_tests.spec_cli import main
+from conformance_tests.cli.clauses import main
 
 WriteSpec = Callable[..., pathlib.Path]
 
@@ -110,7 +110,7 @@ def test_bad_arguments_exit_2(spec_path: str, capsys: pytest.CaptureFixture[str]
 
 
 def test_module_entry_point(spec_path: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "conformance_tests.spec_cli", "--spec", spec_path, "--level", "may"],
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests.cli.clauses", "--spec", spec_path, "--level", "may"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "push_cache.timeout.delay" in proc.stdout

@@ -1,5 +1,6 @@
 """A non-editable install ships the spec: after ``pip install`` into a fresh venv, the loader finds
-push_cache.yaml and spec.schema.json inside the installed package, from any working directory."""
+push_cache.yaml and spec.schema.json inside the installed package, from any working directory, and the kit's own
+schemas ship in its packages."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 PROBE = textwrap.dedent(
     """
-    import io, json, sys
+    import io, json, pathlib, sys
+    import conformance_tests
     import conformance_tests.spec as spec_module
     from conformance_tests.spec import default_schema_path, default_spec_path, load_spec
-    from conformance_tests.spec_cli import main
+    from conformance_tests.cli.clauses import main
 
     out = io.StringIO()
     code = main(["--spec", sys.argv[1], "--format", "json"], stdout=out, stderr=sys.stderr)
@@ -32,6 +34,8 @@ PROBE = textwrap.dedent(
         "readme_exists": (default_spec_path().parent / "README.md").is_file(),
         "cli_code": code,
         "cli_clauses": len(json.loads(out.getvalue())["clauses"]) if code == 0 else None,
+        "kit_json": sorted(p.relative_to(pathlib.Path(conformance_tests.__file__).parent).as_posix()
+                           for p in pathlib.Path(conformance_tests.__file__).parent.rglob("*.json")),
     }
     try:
         spec = load_spec()
@@ -64,6 +68,9 @@ def test_installed_package_loads_the_spec_from_another_folder(
     assert installed_spec.name == "push_cache.yaml"
     assert result["schema_exists"] and result["readme_exists"]
     assert (result["cli_code"], result["cli_clauses"]) == (0, len(mini_spec["clauses"]))
+    # every schema the kit reads at run time (the expectations file's, the report's) ships in its package
+    kit = REPO / "conformance_tests"
+    assert result["kit_json"] == sorted(p.relative_to(kit).as_posix() for p in kit.rglob("*.json")), result["kit_json"]
     # The installed copy loads exactly like the checkout's file: same content, same verdict. (Whether the spec
     # is valid is test_packaged_spec's business; here a broken spec must fail the same way, not differently.)
     repo_file = REPO / "spec" / "push_cache.yaml"

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from ... import strategies
-from ...context import RunContext
-from ...profiles import CERTIFY_EXAMPLES
+from ...inputs import strategies
+from ...running.context import RunContext
+from ...running.profiles import CERTIFY_EXAMPLES
 from ...spec import Clause, Level
 from ...spec.paths import schema_enum
-from ...testbed import missing_capabilities
+from ...testbed.testbed import missing_capabilities
 from ..common import require
 from ..registry import Item, procedure
 from ..streams import examples, stream_seed

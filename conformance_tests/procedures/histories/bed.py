@@ -1,7 +1,7 @@
 """The testbed of one history: a cluster of any number of nodes, opened through the backend protocol, with caches
 made, registered at uneven offsets, filled, freed and pushed between in any order.  Every backend call goes
 through the testbed's recorder, so the history's reproduction is its call log as a script; every live cache,
-guard band and freed region stays watched (:class:`~conformance_tests.testbed.Testbed`), on every node.
+guard band and freed region stays watched (:class:`~conformance_tests.testbed.testbed.Testbed`), on every node.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from ...context import RunContext
-from ...errors import HarnessError
-from ...judged_push import Push
-from ...recorder import lit
+from ...inputs.values import Value
+from ...judging.judged_push import Push
+from ...running.context import RunContext
 from ...spec import CacheSpec
-from ...testbed import GUARD, CacheInfo, Freed, Outcome, Testbed
-from ...values import Value
+from ...testbed.errors import HarnessError
+from ...testbed.recorder import lit
+from ...testbed.testbed import GUARD, CacheInfo, Freed, Outcome, Testbed
 from .world import NodeState
 
 #: caches holding more than this are read in windows (each tensor's ends, both edges of every batch entry, and

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 
-from ... import violations
+from ...inputs import violations
 from ...spec import Clause
 from .planning import layout_of
 from .pushes import judge_push

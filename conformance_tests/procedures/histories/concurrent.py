@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...judged_push import Push
-from ...judging import fail, repro_lines
+from ...judging.judge import fail, repro_lines
+from ...judging.judged_push import Push
 from ..at_once import judge_each, landed, others_into_own, push_at_once
 from ..common import per_call_bound
 from .bed import HistoryBed

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from ... import bitpatterns, strategies
+from ...inputs import bitpatterns, strategies
 from ...spec import CacheSpec, Spec
 from ...spec.model import Bounds, Histories, HistoryStream, ModelLayout
 from .bed import contents_code

@@ -35,7 +35,7 @@ from ...coverage.durations import delay_keys, fraction_class
 from ...coverage.measure import relations
 from ...spec import CacheSpec
 from ...spec.model import DelayClass
-from ...testbed import Outcome
+from ...testbed.testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from . import draws
 from .bed import HistoryBed

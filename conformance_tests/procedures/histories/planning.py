@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ... import strategies
+from ...inputs import strategies
 from . import draws
 from .making import Making
 from .pushes import STYLES, HistoryRun, Plan

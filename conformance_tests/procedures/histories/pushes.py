@@ -7,16 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ... import strategies
-from ...context import RunContext
-from ...judged_push import Push
-from ...judging import fail, judge
-from ...observation import Observation
+from ...inputs import strategies
+from ...inputs.values import Deferred, Value
+from ...judging.judge import fail, judge
+from ...judging.judged_push import Push
+from ...judging.observation import Observation
+from ...running.context import RunContext
 from ...spec import Clause, Expectation
 from ...spec.expect import envelope
 from ...spec.model import Histories, HistoryStream
-from ...testbed import Call, Outcome
-from ...values import Deferred, Value
+from ...testbed.testbed import Call, Outcome
 from ..common import per_call_bound
 from .bed import HistoryBed
 from .world import CacheState, NodeState, World

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ...coverage.measure import group_keys
 from ...spec import Signature, Spec
-from ...testbed import Call
+from ...testbed.testbed import Call
 
 if TYPE_CHECKING:
     from .pushes import Plan

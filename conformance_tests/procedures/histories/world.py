@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ...testbed import CacheInfo
+from ...testbed.testbed import CacheInfo
 
 
 class NodeState:

@@ -29,7 +29,7 @@ from _proxy import ProxyCacheManager, backend_with
 PAYLOAD = (
     "import os, pathlib\n"
     "pathlib.Path(os.environ['HOSTILE_MARKER']).write_text('the payload ran here')\n"
-    "import conformance_tests.judging as j\n"
+    "import conformance_tests.judging.judge as j\n"
     "j.effect_problems = lambda *a, **k: []\n"
     "j.outcome_problem = lambda *a, **k: None\n"
 )

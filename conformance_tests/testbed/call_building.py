@@ -1,0 +1,93 @@
+"""The arguments of a testbed's push: the scenario's baseline call with a case's value-language overrides, decoded
+against the testbed's nodes and caches."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import TYPE_CHECKING
+
+from ..inputs.values import DecodeContext, SpecValueError, Value, decode
+from ..spec import CacheSpec
+from ..spec.value_language import CacheIdRef, ClusterRef, KeyOf, Lit, ValueExpr
+from .errors import step
+
+if TYPE_CHECKING:
+    from ..judging.judged_push import Push
+    from .testbed import Testbed
+
+
+class CallBuilder:
+    """The arguments of a push ``bed`` makes (and the extra caches a value names: a blocks cache per placement),
+    against the push's nodes and caches."""
+
+    def __init__(self, bed: Testbed) -> None:
+        self.bed = bed
+        self.extra: dict[str, Value] = {}
+
+    def context(self, push: Push, tnpl: int) -> DecodeContext:
+        bed, src, dst = self.bed, push.src, push.dst
+        assert src is not None and dst is not None
+        dst_id = int(getattr(dst.cache, "cache_id", 0))
+        return DecodeContext(api=bed.api, num_layers=src.num_tensors // tnpl, num_tensors=src.num_tensors,
+                             batch_size=src.batch, local_id=bed.local_id, remote_id=bed.remote_id,
+                             unlinked_id=max(bed.local_id, bed.remote_id) + 1, dst_cache_id=dst_id,
+                             unknown_cache_id=dst_id + 1000, cache_lookup=partial(self.cache_value, push),
+                             dst_name=dst.name)
+
+    def cache_value(self, push: Push, name: str, placement: str | None) -> Value:
+        bed, src = self.bed, push.src
+        if name == "src":
+            assert src is not None
+            return Value(src.cache, "src")
+        if name == "dst_remote_object":
+            assert push.dst is not None
+            return Value(push.dst.cache, push.dst.name)
+        if name == "blocks":
+            assert src is not None
+            where = placement or src.placement
+            key = f"blocks_{where}"
+            if key not in self.extra:
+                desc = CacheSpec(src.num_tensors, tuple(src.shape), src.data_type, where)
+                cache = step("allocate_blocks_cache", bed.rec.invoke, key, Value(push.local, push.local_name),
+                             "cache_manager.allocate_blocks_cache", bed.desc_value(push.local_name, desc))
+                self.extra[key] = Value(cache, key)
+            return self.extra[key]
+        raise SpecValueError(f"unknown cache {name!r}")
+
+    def tnpl_for(self, call: Mapping[str, ValueExpr]) -> int:
+        """The call's tensor_num_per_layer when it is a positive int literal, else the release's default."""
+        default = self.bed.default_tnpl
+        t = call.get("tensor_num_per_layer")
+        value = t.value if isinstance(t, Lit) else default
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+    def values(self, push: Push, args: Mapping[str, ValueExpr] | None = None, *,
+               only_given: bool = False) -> dict[str, Value]:
+        """The baseline call (scenario ``call``) of ``push`` with ``args`` overriding it, resolved.  Baseline
+        values are passed only for parameters the release's signature has; ``only_given`` leaves out every
+        parameter ``args`` does not name (except dst_cache_key and src_cache), so the callee's defaults apply."""
+        bed, src = self.bed, push.src
+        assert push.dst is not None and src is not None
+        args = dict(args or {})
+        base = {} if only_given else dict(bed.scenario.call)
+        merged = {**base, **args}
+        ctx = self.context(push, self.tnpl_for(merged))
+        values: dict[str, Value] = {}
+        if "dst_cache_key" in args:
+            values["dst_cache_key"] = decode(args["dst_cache_key"], ctx)
+        else:
+            # the baseline key: the remote node, the destination cache, the call's dst_batch_index
+            batch = decode(merged.get("dst_batch_index", Lit(0)), ctx)
+            values["dst_cache_key"] = decode(KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"),
+                                                   CacheIdRef("dst"), Lit(batch.obj)), ctx)
+        values["src_cache"] = decode(args["src_cache"], ctx) if "src_cache" in args else Value(src.cache, "src")
+        for name in bed.all_params:
+            if name in values:
+                continue
+            if name in args or (name in base and name in bed.params):
+                values[name] = decode(merged[name], ctx)
+        for name, expr in args.items():  # keywords push_cache does not declare (signature clauses)
+            if name not in values and name != "dst_batch_index":
+                values[name] = decode(expr, ctx)
+        return values
