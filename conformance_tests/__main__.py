@@ -1,7 +1,7 @@
 """Command line: ``push-cache-kit`` / ``python -m conformance_tests``.
 
     certify [pytest args...]      run the conformance suite against a backend (exit codes: cli/exitcodes.py)
-    clauses [args...]             list / show the spec's clauses (conformance_tests.cli.clauses)
+    clauses [args...]             list the family's clauses, per operation (conformance_tests.cli.clauses)
     report [render|summary|diff]  work with report files (conformance_tests.report.cli)
     site REPORT.json... --out DIR a static results site over many reports (conformance_tests.report.site)
 

@@ -329,6 +329,7 @@ def _build(file: pathlib.Path, raw: dict[str, Any], sha256: str) -> Spec:
     types = _types(raw["types"])
     return Spec(
         version=str(raw["spec_version"]),
+        api=str(raw["api"]),
         releases=tuple(str(r["name"]) for r in raw["releases"]),
         clauses=clauses,
         scenario=scenario_of(raw["scenario"]),

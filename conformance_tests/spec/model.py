@@ -458,6 +458,7 @@ class Coverage:
 @dataclass(frozen=True, eq=False)
 class Spec:
     version: str
+    api: str  # the operation the spec describes: its method on CacheManager
     releases: tuple[str, ...]
     clauses: tuple[Clause, ...]
     scenario: Scenario

@@ -114,3 +114,78 @@ def test_module_entry_point(spec_path: str) -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "push_cache.timeout.delay" in proc.stdout
+
+
+# ---- the family: push_cache from its spec, each sibling from its spec file or the clause inventory -----------------
+
+def _inventory_raw() -> dict[str, Any]:
+    import yaml
+
+    from conformance_tests.spec.inventory import default_inventory_path
+
+    return dict(yaml.safe_load(default_inventory_path().read_text(encoding="utf-8")))
+
+
+def _own_spec(operation: str) -> bool:
+    from conformance_tests.spec import default_spec_path
+
+    return default_spec_path().with_name(f"{operation}.yaml").is_file()
+
+
+def test_family_lists_every_operation_with_its_rules() -> None:
+    code, out, err = run("--format", "json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    raw = _inventory_raw()
+    names = [x["operation"] for x in doc["operations"]]
+    assert names == ["push_cache", *raw["operations"]], names
+    for listing in doc["operations"]:
+        ids = [c["id"] for c in doc["clauses"] if c["operation"] == listing["operation"]]
+        assert len(ids) == listing["clauses"]
+        if listing["origin"] == "inventory":  # every documented rule, in the inventory's order
+            assert ids == [e["id"] for e in raw["entries"] if e["operation"] == listing["operation"]]
+        else:
+            assert all(i.startswith(listing["operation"] + ".") for i in ids) and ids
+    assert all(_own_spec(x["operation"]) == (x["origin"] == "spec") for x in doc["operations"][1:])
+
+
+def test_operation_selects_and_sentences_show_the_documentation() -> None:
+    raw = _inventory_raw()
+    rule = next(e for e in raw["entries"] if e["operation"] == "pull_cache" and e["sentence"])
+    code, out, _ = run("--operation", "pull_cache", "--sentences")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("pull_cache: ") and not any(line.startswith("push_cache.") for line in lines)
+    row = next(i for i, line in enumerate(lines) if line.split()[:1] == [rule["id"]])
+    assert lines[row + 1] == "    zh: " + " ".join(rule["sentence"].split())
+    assert lines[-1].startswith(f"{sum(e['operation'] == 'pull_cache' for e in raw['entries'])} clause(s) in 1 ")
+    _, out, _ = run("--operation", "push_cache", "--sentences", "--family", "signature", "--release", "9.0.0")
+    lines = out.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("push_cache.signature.parameters "))
+    assert lines[row + 1].startswith("    zh: push_cache(self, dst_cache_key: CacheKeyByIdAndIndex")
+    assert lines[row + 2].startswith("    en: push_cache(self, dst_cache_key: CacheKeyByIdAndIndex")
+
+
+def test_family_filter_leaves_out_rules_without_a_family() -> None:
+    _, out, _ = run("--family", "param", "--format", "json")
+    rows = json.loads(out)["clauses"]
+    assert rows and {r.get("family") for r in rows} == {"param"}, sorted({str(r.get("family")) for r in rows})
+
+
+def test_spec_of_another_operation_is_a_usage_error(spec_path: str) -> None:
+    code, out, err = run("--spec", spec_path, "--operation", "pull_cache")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "is the spec of push_cache, not of pull_cache" in err
+
+
+def test_a_broken_inventory_is_one_line(tmp_path: pathlib.Path) -> None:
+    from conformance_tests.spec import SpecError
+    from conformance_tests.spec.inventory import default_inventory_path, load_inventory
+
+    text = default_inventory_path().read_text(encoding="utf-8").replace("level: must", "level: mustt", 1)
+    broken = tmp_path / "family_inventory.yaml"
+    broken.write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_inventory(broken)
+    assert "$.entries[0].level" in str(info.value) and "mustt" in str(info.value)
+    assert "\n" not in str(info.value)
