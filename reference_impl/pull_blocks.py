@@ -12,7 +12,7 @@ from .checks import check_isinstance
 from .pull_transfer import PullSteps
 from .push_blocks import num_blocks
 from .status import LLMStatusCode, raise_if_false
-from .transfer_args import NUM_TENSORS_PER_LAYER, PullArgs, SlicePairs
+from .transfer_args import NUM_TENSORS_PER_LAYER, PullArgs, SlicePairs, Span
 from .transfer_checks import LayerArgumentChecks
 
 if TYPE_CHECKING:
@@ -107,8 +107,8 @@ class PullBlocksMixin(LayerArgumentChecks, PullSteps):
                 raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
                                          f"local block size ({bs}) exceeds the remote one ({remote.stride})")
             rs = remote.stride
-            return [(remote.views[s][sb * rs:sb * rs + bs], local.views[d][db * bs:(db + 1) * bs])
-                    for s, d in tensors for sb, db in zip(a.src_blocks, a.dst_blocks, strict=True)]
+            return self._span_pairs(remote, local, [Span(s, sb * rs, d, db * bs, bs) for s, d in tensors
+                                                    for sb, db in zip(a.src_blocks, a.dst_blocks, strict=True)])
         if remote.is_blocks:
             raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID, "remote cache can not be blocks cache")
         if not a.src_batch < remote.batch_size:
@@ -120,5 +120,5 @@ class PullBlocksMixin(LayerArgumentChecks, PullSteps):
                                      f"{len(a.dst_blocks)} blocks of {bs} bytes exceed the remote batch size in bytes "
                                      f"({remote.stride})")
         so = a.src_batch * remote.stride
-        return [(remote.views[s][so + i * bs:so + (i + 1) * bs], local.views[d][db * bs:(db + 1) * bs])
-                for s, d in tensors for i, db in enumerate(a.dst_blocks)]
+        return self._span_pairs(remote, local, [Span(s, so + i * bs, d, db * bs, bs) for s, d in tensors
+                                                for i, db in enumerate(a.dst_blocks)])

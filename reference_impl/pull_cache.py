@@ -12,7 +12,7 @@ from .cache_keys import CacheKey, CacheKeyByIdAndIndex
 from .checks import check_int64, check_isinstance, check_uint32
 from .pull_transfer import PullSteps
 from .status import LLMStatusCode, raise_if_false, raise_if_true
-from .transfer_args import NUM_TENSORS_PER_LAYER, PullArgs, SlicePairs
+from .transfer_args import NUM_TENSORS_PER_LAYER, PullArgs, SlicePairs, Span
 from .transfer_checks import LayerArgumentChecks
 
 if TYPE_CHECKING:
@@ -104,5 +104,5 @@ class PullCacheMixin(LayerArgumentChecks, PullSteps):
             raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID,
                                      f"pull size ({n}) exceeds the remote batch size in bytes ({remote.stride})")
         so, do = a.src_batch * remote.stride, a.batch_index * local.stride
-        return [(remote.views[s][so:so + n], local.views[d][do:do + n])
-                for s, d in self._tensor_index_pairs(a, local, remote)]
+        return self._span_pairs(remote, local, [Span(s, so, d, do, n)
+                                                for s, d in self._tensor_index_pairs(a, local, remote)])

@@ -11,7 +11,7 @@ import numpy as np
 from .cache_keys import CacheKey
 from .checks import UINT64_MAX, check_isinstance, check_uint32
 from .status import LLMStatusCode, raise_if_false, raise_if_true
-from .transfer_args import PullArgs, SlicePairs
+from .transfer_args import PullArgs, SlicePairs, Span
 from .transfer_remote import RemoteResolution
 from .transfer_timing import TransferTiming
 
@@ -98,19 +98,30 @@ class PullSteps(RemoteResolution, TransferTiming):
                                      "remote cache")
         return list(zip(src, dst, strict=True))
 
+    def _span_pairs(self, src: CacheEntry, dst: CacheEntry, spans: list[Span]) -> SlicePairs:
+        """The spans as numpy views of the remote source and the local destination (the seam where the
+        multi-process reference makes NIXL descriptors instead)."""
+        return [(src.views[s.src_tensor][s.src_offset:s.src_offset + s.nbytes],
+                 dst.views[s.dst_tensor][s.dst_offset:s.dst_offset + s.nbytes]) for s in spans]
+
     def _pull_transfer(self, a: PullArgs, link: Link, local: CacheEntry, remote: CacheEntry,
                        pairs: SlicePairs) -> None:
         """The one native transfer: its simulated time against llm.SyncKvCacheWaitTime, then the copy under the
         local destination's lock (a source or destination freed meanwhile is not read or written)."""
-        nbytes = sum(src.size for src, _ in pairs)
-        seconds = self._transfer_seconds(a, link, nbytes)
+        seconds = self._transfer_seconds(a, link, self._pairs_nbytes(pairs))
         if seconds > 0:
             self._await_transfer(a, link, seconds)
         with local.lock:
-            if not local.alive or not self._pull_source_alive(remote):
+            if not local.alive or not self._pull_source_alive(link, remote):
                 raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST, "a cache was deallocated")
-            for src, dst in pairs:
-                np.copyto(dst, src)
+            self._pull_copy(a, link, pairs)
 
-    def _pull_source_alive(self, remote: CacheEntry) -> bool:
+    def _pairs_nbytes(self, pairs: SlicePairs) -> int:
+        return sum(src.size for src, _ in pairs)
+
+    def _pull_source_alive(self, link: Link, remote: CacheEntry) -> bool:
         return remote.alive
+
+    def _pull_copy(self, a: PullArgs, link: Link, pairs: SlicePairs) -> None:
+        for src, dst in pairs:
+            np.copyto(dst, src)

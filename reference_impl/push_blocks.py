@@ -19,7 +19,7 @@ from .cache_keys import BlocksCacheKey
 from .checks import check_isinstance
 from .layer_checks import NativeLayerChecks
 from .status import LLMStatusCode, raise_if_false
-from .transfer_args import NUM_TENSORS_PER_LAYER, BlocksPushArgs, SlicePairs
+from .transfer_args import NUM_TENSORS_PER_LAYER, BlocksPushArgs, SlicePairs, Span
 from .transfer_checks import LayerArgumentChecks
 from .transfer_copy import LayerCopy
 from .transfer_remote import RemoteResolution
@@ -142,9 +142,11 @@ class PushBlocksMixin(LayerArgumentChecks, RemoteResolution, NativeLayerChecks, 
         one local block's bytes each (the vendor merges contiguous runs into one descriptor; the bytes are the
         same)."""
         tpl, n, rs = a.tensor_num_per_layer, local.stride, remote.stride
-        pairs: SlicePairs = []
-        for j in range(tpl):
-            s, d = src_layer * tpl + j, dst_layer * tpl + j
-            for sb, db in zip(a.src_blocks, a.dst_blocks, strict=True):
-                pairs.append((local.views[s][sb * n:(sb + 1) * n], self._dst_view(link, remote, d, db * rs, n)))
-        return pairs
+        spans = [Span(src_layer * tpl + j, sb * n, dst_layer * tpl + j, db * rs, n)
+                 for j in range(tpl) for sb, db in zip(a.src_blocks, a.dst_blocks, strict=True)]
+        return self._block_pairs(link, local, remote, spans)
+
+    def _block_pairs(self, link: Link, local: CacheEntry, remote: CacheEntry, spans: list[Span]) -> SlicePairs:
+        """The spans as numpy views (the seam where the multi-process reference makes NIXL descriptors)."""
+        return [(local.views[s.src_tensor][s.src_offset:s.src_offset + s.nbytes],
+                 self._dst_view(link, remote, s.dst_tensor, s.dst_offset, s.nbytes)) for s in spans]

@@ -8,7 +8,7 @@ shared steps word their messages per operation without knowing which one runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -22,6 +22,18 @@ NUM_TENSORS_PER_LAYER = 2
 _NUM_TENSORS_PER_LAYER = NUM_TENSORS_PER_LAYER  # the name the multi-process reference imports
 
 SlicePairs = list[tuple[np.ndarray, np.ndarray]]
+
+
+class Span(NamedTuple):
+    """One contiguous run of a transfer, before it is turned into memory (numpy views in process, NIXL descriptors
+    across processes): ``nbytes`` from ``src_offset`` of tensor ``src_tensor`` of the cache the bytes come from, to
+    ``dst_offset`` of tensor ``dst_tensor`` of the cache they go to."""
+
+    src_tensor: int
+    src_offset: int
+    dst_tensor: int
+    dst_offset: int
+    nbytes: int
 
 
 @dataclass(slots=True, eq=False)
@@ -89,6 +101,10 @@ class PushArgs:
         """The remote cache the key names, in the table the link synced."""
         return table.find(self.remote_cache_id)
 
+    def selector(self) -> list[Any]:
+        """What names the remote cache, as data (the multi-process reference's "open" request)."""
+        return ["id", self.remote_cache_id]
+
 
 def _by_id_live(server: NodeEngine, cache_id: int) -> CacheEntry | None:
     """A cache_id <= 0 falls back to the key (req_id 0, model_id 0) (facts §1.3 N8)."""
@@ -132,6 +148,9 @@ class BlocksPushArgs:
 
     def find_synced(self, table: RemoteTable, server: NodeEngine) -> CacheEntry | None:
         return table.find_blocks(self.dst_cache_key.model_id)
+
+    def selector(self) -> list[Any]:
+        return ["blocks", int(self.dst_cache_key.model_id)]
 
 
 @dataclass(slots=True)
@@ -198,3 +217,21 @@ class PullArgs:
             return self.find_live(server)
         self.src_batch = key.batch_index
         return table.find(key.cache_id)
+
+    def selector(self) -> list[Any]:
+        """What names the remote source, as data: a CacheKey by its three ids (looked up live, its batch from the
+        binding), a BlocksCacheKey by model_id, a CacheKeyByIdAndIndex by cache_id."""
+        key = self.cache_key
+        if isinstance(key, BlocksCacheKey):
+            return ["blocks", int(key.model_id)]
+        if isinstance(key, CacheKey):
+            return ["key", int(key.req_id), int(key.model_id), int(key.prefix_id)]
+        return ["id", int(key.cache_id)]
+
+    def found_at(self, batch: int | None) -> None:
+        """The remote answered the lookup: the source batch is the binding's (a CacheKey) or the key's index."""
+        key = self.cache_key
+        if batch is not None:
+            self.src_batch = batch
+        elif not isinstance(key, (BlocksCacheKey, CacheKey)):
+            self.src_batch = key.batch_index

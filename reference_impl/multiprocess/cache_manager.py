@@ -17,8 +17,9 @@ these hooks are replaced:
   carries a notification, delivered after its data); on expiry the request is released (cancelled) and
   LLM_TIMEOUT raised.
 
-Deallocation (``deallocate_cache`` / ``deallocate_blocks_cache`` / ``unregister_cache``) first revokes the
-pins other nodes hold on the cache and waits until their pushes have stopped writing.
+The remote lookup, the session, the timing and the NIXL request serve the siblings too (:mod:`.siblings`:
+push_blocks' layers are WRITEs, the pulls READs). Deallocation (:mod:`.retiring`) first revokes the pins other
+nodes hold on the cache and waits until their transfers have stopped.
 """
 
 from __future__ import annotations
@@ -34,13 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..cache import Cache
 from ..cache_keys import CacheKeyByIdAndIndex
-from ..cache_manager import CacheManager
 from ..enums import Placement
 from ..status import LLMException, LLMStatusCode
 from ..transfer_args import _NUM_TENSORS_PER_LAYER, PushArgs
 from .control import PeerGone, PeerLink, PeerTimeout
-from .real_memory import adopt_registered
-from .siblings import SiblingsRefused
+from .retiring import PinnedRelease
+from .siblings import Descriptors, SiblingTransfers
 from .transport import PeerDisconnected, TransferFailed, TransferTimeout
 
 if TYPE_CHECKING:
@@ -65,10 +65,11 @@ class RemoteCache:
     addrs: list[int]  # real addresses of the tensors in the remote process
     pin: int
     ends: list[int]  # where the memory segment holding each tensor ends (vendor mode writes up to there)
+    alive: bool = True  # False: vendor mode found a cache freed since the link's table sync
 
 
 class PushSession:
-    """State of one push_cache call (per thread): the remote cache, its pin and the prepared lists."""
+    """State of one transfer call (per thread): the remote cache, its pin and the prepared lists."""
 
     def __init__(self) -> None:
         self.push_id = next(_push_ids)
@@ -79,7 +80,7 @@ class PushSession:
         self.layers_done = 0
 
 
-class MultiprocessCacheManager(SiblingsRefused, CacheManager):
+class MultiprocessCacheManager(SiblingTransfers, PinnedRelease):
     """CacheManager of a node process; ``runtime`` is set by the node right after init."""
 
     runtime: ProcessRuntime | None = None
@@ -93,15 +94,21 @@ class MultiprocessCacheManager(SiblingsRefused, CacheManager):
                    src_layer_range: range | None = None, dst_layer_range: range | None = None, size: int = -1,
                    tensor_num_per_layer: int = _NUM_TENSORS_PER_LAYER) -> None:
         """Push batch ``src_batch_index`` of ``src_cache``, layer by layer, into the remote cache of the key."""
+        with self._transfer_session():
+            super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range,
+                               size, tensor_num_per_layer)
+
+    @contextlib.contextmanager
+    def _transfer_session(self) -> Iterator[PushSession]:
+        """One transfer call's session: its remote cache opened (and pinned) once, released at the end."""
         session = PushSession()
         outer = getattr(self._tls, "session", None)
         self._tls.session = session
         rt = self.runtime
         if rt is not None:
-            rt.pushes.started()  # a reset waits until the previous cluster's pushes have ended
+            rt.pushes.started()  # a reset waits until the previous cluster's transfers have ended
         try:
-            super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range,
-                               size, tensor_num_per_layer)
+            yield session
         finally:
             self._tls.session = outer
             self._end_session(session)
@@ -128,7 +135,7 @@ class MultiprocessCacheManager(SiblingsRefused, CacheManager):
     # ---- remote-side hooks ----------------------------------------------------------------------------
     def _resolve_link(self, a: PushArgs) -> Any:
         rt = self.runtime
-        peer = rt.links.get(a.dst_cache_key.cluster_id) if rt is not None else None
+        peer = rt.links.get(a.peer_cluster_id) if rt is not None else None
         if peer is None or peer.broken.is_set():
             raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK,
                                      "current cluster is not linked with remote cluster")
@@ -151,16 +158,17 @@ class MultiprocessCacheManager(SiblingsRefused, CacheManager):
         if s.remote is None:
             s.remote = self._open_remote(a, link)
         elif link.is_revoked(s.remote.pin):
-            raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
-                                     f"cache_id: {a.dst_cache_key.cache_id} was deallocated")
+            raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST, f"{a.target} was deallocated")
         return s.remote
 
-    def _open_remote(self, a: PushArgs, link: PeerLink) -> RemoteCache:
+    def _open_remote(self, a: Any, link: PeerLink, accessible: bool = True) -> RemoteCache:
+        """The remote cache the call's record names (``a.selector()``), pinned; ``accessible``: refuse one that
+        is not remote accessible (every lookup but a pull's by CacheKey)."""
         rt = self.runtime
         assert rt is not None
         timeout = self._timeout_s()
         try:
-            info = link.request("open", int(a.dst_cache_key.cache_id), timeout,
+            info = link.request("open", a.selector(), timeout,
                                 rt.transport.peer_generation(link.agent_name), timeout=timeout)
         except PeerGone:
             raise self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "remote cluster went away") from None
@@ -170,16 +178,18 @@ class MultiprocessCacheManager(SiblingsRefused, CacheManager):
         except RuntimeError as exc:
             raise self._native_error(a, LLMStatusCode.LLM_FAILED, f"remote lookup failed: {exc}") from None
         if info is None:
-            raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
-                                     f"cache_id: {a.dst_cache_key.cache_id} does not exist")
+            raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST, f"{a.target} does not exist")
         if info.get("metadata") is not None:
             rt.transport.load_peer(info["metadata"], info["generation"])
         remote = RemoteCache(
             cache_id=info["cache_id"], placement=Placement(info["placement"]), num_tensors=info["num_tensors"],
             shape=tuple(info["shape"]), tensor_nbytes=info["tensor_nbytes"], batch_size=info["batch_size"],
             stride=info["stride"], is_blocks=info["is_blocks"], remote_accessible=info["remote_accessible"],
-            addrs=list(info["addrs"]), pin=info["pin"], ends=list(info["ends"]))
-        if not remote.remote_accessible:
+            addrs=list(info["addrs"]), pin=info["pin"], ends=list(info["ends"]), alive=info.get("alive", True))
+        found_at = getattr(a, "found_at", None)
+        if found_at is not None:  # a pull: the source batch the key names
+            found_at(info.get("batch"))
+        if accessible and not remote.remote_accessible:
             raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID, "remote cache is not remote accessible.")
         return remote
 
@@ -206,8 +216,12 @@ class MultiprocessCacheManager(SiblingsRefused, CacheManager):
         return [p[0] for p in pairs], [p[1] for p in pairs]
 
     def _descriptor_lengths(self, remote: RemoteCache, dst_offset: int, nbytes: int) -> list[int]:
-        """Bytes written into each remote tensor: ``nbytes`` (the strides were compared before)."""
-        return [nbytes] * remote.num_tensors
+        """Bytes written into each remote tensor (push_cache)."""
+        return [self._span_length(remote, t, dst_offset, nbytes) for t in range(remote.num_tensors)]
+
+    def _span_length(self, remote: RemoteCache, tensor: int, offset: int, nbytes: int) -> int:
+        """Bytes written from ``offset`` of a remote tensor: ``nbytes`` (the strides were compared before)."""
+        return nbytes
 
     def _transfer_seconds(self, a: PushArgs, link: Any, nbytes: int) -> float:
         faults = self.engine.faults
@@ -222,8 +236,7 @@ class MultiprocessCacheManager(SiblingsRefused, CacheManager):
             return self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "remote cluster went away")
         s = self._session()
         if s.remote is not None and link.is_revoked(s.remote.pin):
-            return self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST,
-                                      f"cache_id: {a.dst_cache_key.cache_id} was deallocated")
+            return self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST, f"{a.target} was deallocated")
         return None
 
     def _await_transfer(self, a: PushArgs, link: Any, seconds: float) -> None:
@@ -246,6 +259,9 @@ class MultiprocessCacheManager(SiblingsRefused, CacheManager):
         a.spent += seconds
 
     def _transfer_layer(self, a: PushArgs, link: Any, remote: Any, pairs: Any) -> None:  # type: ignore[override]
+        if isinstance(pairs, Descriptors):  # push_blocks: this layer's own descriptor lists
+            self._transfer_spans(a, link, pairs, "WRITE")
+            return
         rt = self.runtime
         assert rt is not None
         s = self._session()
@@ -256,16 +272,24 @@ class MultiprocessCacheManager(SiblingsRefused, CacheManager):
         exc = self._interrupted(a, link)
         if exc is not None:
             raise exc
-        timeout = self._timeout_s()
-        started = time.monotonic()
-        deadline = started + self._transfer_budget_s(a, timeout)
         assert s.prepped is not None
         # a notification only with the last layer: a WRITE that carries one completes only once the target has
         # progressed (~60 us a layer here), one without in ~15 us; every layer still completes before the next
         last = s.layers_done + 1 >= len(a.src_layer_range)
         notif = f"push:{s.push_id}:{remote.cache_id}:{remote_idx[0]}".encode() if last else b""
+        self._nixl_transfer(a, link, "WRITE", s.prepped, local_idx, remote_idx, notif)
+        s.layers_done += 1
+
+    def _nixl_transfer(self, a: Any, link: Any, op: str, prepped: tuple[Any, Any], local_idx: list[int],
+                       remote_idx: list[int], notif: bytes) -> None:
+        """Post one NIXL request and poll it to completion within what is left of llm.SyncKvCacheWaitTime."""
+        rt = self.runtime
+        assert rt is not None
+        timeout = self._timeout_s()
+        started = time.monotonic()
+        deadline = started + self._transfer_budget_s(a, timeout)
         try:
-            handle, state = rt.transport.post(s.prepped[0], local_idx, s.prepped[1], remote_idx, notif)
+            handle, state = rt.transport.post(prepped[0], local_idx, prepped[1], remote_idx, notif, op)
             rt.transport.wait(handle, state, deadline, lambda: self._abort_in_flight(a, link))
         except TransferTimeout:
             raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT,
@@ -276,7 +300,6 @@ class MultiprocessCacheManager(SiblingsRefused, CacheManager):
             status = LLMStatusCode.LLM_NOT_YET_LINK if link.broken.is_set() else LLMStatusCode.LLM_FAILED
             raise self._native_error(a, status, f"transfer failed: {err}") from None
         a.spent += time.monotonic() - started
-        s.layers_done += 1
 
     def _abort_in_flight(self, a: PushArgs, link: Any) -> LLMException | None:
         """A write in flight is abandoned only when the peer is gone (a revoke waits for it, like the
@@ -284,37 +307,3 @@ class MultiprocessCacheManager(SiblingsRefused, CacheManager):
         if link.broken.is_set():
             return self._native_error(a, LLMStatusCode.LLM_NOT_YET_LINK, "remote cluster went away")
         return None
-
-    # ---- registration: memory the node host allocated ---------------------------------------------------
-    def _check_addrs(self, cache_desc: Any, addrs: list[int]) -> None:
-        """The reference's checks, then (real-address memory only) adopt the registered tensors' memory."""
-        super()._check_addrs(cache_desc, addrs)
-        adopt_registered(self.engine, cache_desc.placement, addrs, cache_desc.size)
-
-    # ---- deallocation: stop remote writers first ------------------------------------------------------
-    @contextlib.contextmanager
-    def _retiring(self, cache_id: int | None) -> Iterator[None]:
-        rt = self.runtime
-        if rt is None or cache_id is None:
-            yield
-            return
-        with rt.pins.retire(cache_id):
-            yield
-
-    def _owned_id(self, cache: Any) -> int | None:
-        return cache.cache_id if isinstance(cache, Cache) and self._owns(cache) else None
-
-    def deallocate_cache(self, cache: Cache) -> None:
-        """Free an allocated cache; a registered, unknown or already freed cache is a no-op."""
-        with self._retiring(self._owned_id(cache)):
-            super().deallocate_cache(cache)
-
-    def deallocate_blocks_cache(self, cache: Cache) -> None:
-        with self._retiring(self._owned_id(cache)):
-            super().deallocate_blocks_cache(cache)
-
-    def unregister_cache(self, cache_id: int) -> None:
-        """Forget a registered cache (its memory stays with its owner); an unknown id is a no-op."""
-        cid = cache_id if isinstance(cache_id, int) and not isinstance(cache_id, bool) else None
-        with self._retiring(cid):
-            super().unregister_cache(cache_id)

@@ -13,8 +13,9 @@ that connection the client asks, the server answers:
   agent_name]``: the link handshake; the client loads the server's NIXL metadata (``add_remote_agent``), or keeps
   what an earlier link loaded: as it is when the server's registrations have not changed since, refreshed when
   the server only registered more, loaded afresh when it deregistered anything (``removals`` moved on).
-* ``open(cache_id, timeout_s, known_generation)`` -> ``None`` (no such cache) or a dict describing
-  the destination cache (tensor addresses in the server's address space, stride, batch size, num_tensors,
+* ``open(selector, timeout_s, known_generation)`` -> ``None`` (no such cache) or a dict describing
+  the cache a transfer names (the selector: a cache id, or ``["id", cache_id]``, ``["blocks", model_id]``,
+  ``["key", req_id, model_id, prefix_id]``; with a key, also the batch it is bound to) (tensor addresses in the server's address space, stride, batch size, num_tensors,
   placement, remote accessibility), a pin id and, when the client's metadata is older than the server's
   registrations, fresh metadata. The pin keeps the cache from being freed under the push (see below).
 * ``close(pin)``, a notice: the push is over (no answer); ``warmed()``, a notice: the link's data path is up.

@@ -17,6 +17,19 @@ IDLE_POLL_S = 0.05
 LINK_PROGRESS_S = 0.1
 
 
+#: the selector kinds of "open" and how many ids each carries
+_SELECTOR_IDS = {"id": 1, "blocks": 1, "key": 3}
+
+
+def _selector(selector: Any) -> tuple[str, list[int]]:
+    """(kind, ids) of an "open" request's selector (it came over the wire: checked, not trusted)."""
+    sel = ["id", selector] if isinstance(selector, int) else selector
+    if (not isinstance(sel, (list, tuple)) or not sel or sel[0] not in _SELECTOR_IDS
+            or len(sel) != 1 + _SELECTOR_IDS[sel[0]] or not all(type(i) is int for i in sel[1:])):
+        raise ValueError(f"not a cache selector: {selector!r}")
+    return str(sel[0]), [int(i) for i in sel[1:]]
+
+
 class ControlServing:
     """The serving steps of :class:`~.node.NodeRuntime`, which provides the attributes below."""
 
@@ -44,43 +57,65 @@ class ControlServing:
             return None
         raise ValueError(f"unknown control request {op!r}")
 
-    def _open(self, sc: ServerConn, cache_id: int, timeout_s: float, known_generation: int) -> dict[str, Any] | None:
+    def _open(self, sc: ServerConn, selector: Any, timeout_s: float, known_generation: int) -> dict[str, Any] | None:
+        """The cache a transfer names (``selector``: a cache id, or a list: ["id", cache_id], ["blocks",
+        model_id], ["key", req_id, model_id, prefix_id]), pinned, with its layout; None if not found."""
         datadist = self.datadist
         if datadist is None or not datadist.is_initialized or not sc.linked:  # no link of this cluster's
             return None
+        kind, ids = _selector(selector)
         engine = datadist.engine
         stale = bool(getattr(datadist._cache_manager, "stale_remote_table", False))
+        batch: int | None = None
         with self.pins.lock:
-            if sc.table is None or sc.table.version == 0:  # version 0: nothing published yet, sync again
-                sc.table = engine.snapshot_table()
-            if stale:
-                # vendor mode: the table synced at the link's first push, and nothing else (facts §1.3 N8): a
-                # cache deallocated since is still found, and its old memory written; no pin protects it
-                entry = sc.table.find(cache_id)
-                if entry is None:
+            if kind == "key":
+                # a pull by CacheKey: the live key table, no synced table and no remote-accessible check
+                # (reference_impl.pull_transfer._resolve_pull_source); the pin keeps the source from being freed
+                bound = engine.lookup_cache_key((ids[0], ids[1], ids[2]))
+                if bound is None or not bound[0].alive or self.pins.dying(bound[0].cache_id):
                     return None
-                pin = 0
+                entry, batch = bound
+                pin = self.pins.add(entry.cache_id, sc, timeout_s).pin_id
             else:
-                # the reference's remote lookup: by id, or (cache_id <= 0) the key with req_id 0 and model_id 0
-                entry = engine.lookup(cache_id) if cache_id > 0 else engine.lookup_by_key(0, 0)
-                if (entry is None or not entry.alive or self.pins.dying(entry.cache_id)
-                        or entry.cache_id not in sc.table.entries):
-                    return None
-                pin = self.pins.add(entry.cache_id, sc, timeout_s).pin_id if entry.remote_accessible else 0
-            space = engine.memory.space(entry.placement)
-            ends = []
-            for v in entry.views:
-                seg = space.find(v.ctypes.data, 0) if hasattr(space, "adopt") else None
-                ends.append(seg.end if seg is not None else v.ctypes.data + v.size)
-            info: dict[str, Any] = {
-                "cache_id": entry.cache_id, "placement": int(entry.placement), "num_tensors": entry.num_tensors,
-                "shape": entry.shape, "tensor_nbytes": entry.tensor_nbytes, "batch_size": entry.batch_size,
-                "stride": entry.stride, "is_blocks": entry.is_blocks, "remote_accessible": entry.remote_accessible,
-                "addrs": [v.ctypes.data for v in entry.views], "pin": pin, "ends": ends,
-            }
+                if sc.table is None or sc.table.version == 0:  # version 0: nothing published yet, sync again
+                    sc.table = engine.snapshot_table()
+                if stale:
+                    # vendor mode: the table synced at the link's first transfer, and nothing else (facts §1.3
+                    # N8): a cache deallocated since is still found, and its old memory used; no pin protects it
+                    found = sc.table.find_blocks(ids[0]) if kind == "blocks" else sc.table.find(ids[0])
+                    if found is None:
+                        return None
+                    entry, pin = found, 0
+                else:
+                    # the reference's remote lookup: live, and visible only if the synced table holds it
+                    live = engine.lookup_blocks(ids[0]) if kind == "blocks" else (
+                        engine.lookup(ids[0]) if ids[0] > 0 else engine.lookup_by_key(0, 0))
+                    if (live is None or not live.alive or self.pins.dying(live.cache_id)
+                            or live.cache_id not in sc.table.entries):
+                        return None
+                    entry = live
+                    pin = self.pins.add(entry.cache_id, sc, timeout_s).pin_id if entry.remote_accessible else 0
+            info = self._layout(engine, entry)
+            info.update(pin=pin, batch=batch)
         if known_generation != self.transport.generation:
             info["metadata"], info["generation"] = self.transport.metadata()
         return info
+
+    @staticmethod
+    def _layout(engine: Any, entry: Any) -> dict[str, Any]:
+        """What the client's checks read of a cache (reference_impl.engine.CacheEntry), and where the memory
+        segment holding each tensor ends (vendor mode writes up to there)."""
+        space = engine.memory.space(entry.placement)
+        ends = []
+        for v in entry.views:
+            seg = space.find(v.ctypes.data, 0) if hasattr(space, "adopt") else None
+            ends.append(seg.end if seg is not None else v.ctypes.data + v.size)
+        return {
+            "cache_id": entry.cache_id, "placement": int(entry.placement), "num_tensors": entry.num_tensors,
+            "shape": entry.shape, "tensor_nbytes": entry.tensor_nbytes, "batch_size": entry.batch_size,
+            "stride": entry.stride, "is_blocks": entry.is_blocks, "remote_accessible": entry.remote_accessible,
+            "addrs": [v.ctypes.data for v in entry.views], "ends": ends, "alive": entry.alive,
+        }
 
     def _notif_loop(self) -> None:
         """Progress for pushes into this node, and draining of their notifications (one per layer).

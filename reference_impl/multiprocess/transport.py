@@ -207,11 +207,12 @@ class NixlTransport:
                 except Exception:  # noqa: BLE001
                     pass
 
-    def post(self, lh: Any, local_idx: list[int], rh: Any, remote_idx: list[int], notif: bytes) -> tuple[Any, str]:
-        """Create and post one WRITE; returns (handle, state)."""
+    def post(self, lh: Any, local_idx: list[int], rh: Any, remote_idx: list[int], notif: bytes,
+             op: str = "WRITE") -> tuple[Any, str]:
+        """Create and post one WRITE (local into remote) or READ (remote into local); returns (handle, state)."""
         with self._lock:
             try:
-                h = self.agent.make_prepped_xfer("WRITE", lh, local_idx, rh, remote_idx, notif)
+                h = self.agent.make_prepped_xfer(op, lh, local_idx, rh, remote_idx, notif)
             except Exception as exc:
                 raise self._map(exc) from exc
             try:

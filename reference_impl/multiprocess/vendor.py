@@ -5,10 +5,12 @@
 
 * the Python checks are exactly the vendor's #1..#13, in its order (the remote-accessible refusal first), and
   llm.SyncKvCacheWaitTime bounds each layer (``VendorPushMixin``, shared with the in-process vendor mode);
-* strides are not compared: each tensor gets the **local** stride, cut only where the memory segment that
-  holds the destination tensor ends (what lies past a segment is not memory the node has);
+* strides are not compared: each tensor (push_cache) or block (push_blocks) gets the **local** stride, cut only
+  where the memory segment that holds the destination tensor ends (what lies past a segment is not memory the
+  node has);
 * the server answers from the table synced at the link's first push (``stale_remote_table``): a cache
-  deallocated since is still found and its old memory written; no pin protects it.
+  deallocated since is still found and its old memory written; no pin protects it (a pull from it is refused
+  at the copy, as in process: the entry says it is dead).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ class VendorMultiprocessCacheManager(VendorPushMixin, MultiprocessCacheManager):
     def _check_strides(self, a: object, local: object, remote: object) -> None:  # type: ignore[override]
         """The vendor never compares strides; the copy count is the local stride."""
 
-    def _descriptor_lengths(self, remote: RemoteCache, dst_offset: int, nbytes: int) -> list[int]:
-        """The local stride into every tensor, up to the end of the segment holding it."""
-        return [max(0, min(nbytes, end - (addr + dst_offset))) for addr, end in zip(remote.addrs, remote.ends,
-                                                                                  strict=True)]
+    def _span_length(self, remote: RemoteCache, tensor: int, offset: int, nbytes: int) -> int:
+        """The local count into the tensor, up to the end of the segment holding it."""
+        return max(0, min(nbytes, remote.ends[tensor] - (remote.addrs[tensor] + offset)))

@@ -400,10 +400,3 @@ def test_native_transfers_per_call(env: SimpleNamespace, monkeypatch: pytest.Mon
     env.cm.pull_blocks(BlocksCacheKey(2, MODEL), env.blocks1, [0, 1], [2, 3])
     assert calls == ["push_blocks", "push_blocks", "pull_cache", "pull_blocks"], calls
 
-
-def test_the_multi_process_reference_refuses_the_siblings() -> None:
-    from reference_impl.multiprocess.siblings import SiblingsRefused
-
-    for name in ("push_blocks", "pull_cache", "pull_blocks"):
-        exc = raises(lambda name=name: getattr(SiblingsRefused(), name)(BlocksCacheKey(2, MODEL), None))
-        assert kind(exc) == (LLMException, S.LLM_FEATURE_NOT_ENABLED), f"{name}(...) -> {exc!r}"
