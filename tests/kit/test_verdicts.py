@@ -1,9 +1,9 @@
 """What a verdict promises, tried as a hostile vendor would (issue 12), through ``python -m conformance_tests``.
 
 Each test asserts the exit code and what the written reports say.  The fake backends live in
-``tests/kit/fakes``.  Three runs certify the whole suite, two at a time (a memory-unsafe backend with
-everything waived; a backend with one must-level defect, with that test waived, then with it deselected); the
-others select a few clauses with --clauses, stop early, or fail before running anything.
+``tests/kit/fakes``.  Two runs certify the whole suite, side by side (a memory-unsafe backend with everything
+waived; a backend with one must-level defect, with that test waived); then that test is deselected from its
+clause's tests; the others select a few clauses with --clauses, stop early, or fail before running anything.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from conformance_tests.report.folders import REPORT_FILES, safe_name
 from tests.helpers import ROOT
 from tests.helpers.certify import FAKES, IN_PROCESS, certify
 
-# one pytest-xdist worker runs this module: its module fixture (three full runs) then runs once, not once per worker
+# one pytest-xdist worker runs this module: its module fixture (two full runs) then runs once, not once per worker
 pytestmark = pytest.mark.xdist_group("test_verdicts")
 
 SMALL = "push_cache.signature.*"  # a handful of fast tests, for runs that need only a few
@@ -129,12 +129,15 @@ def runs(tmp_path_factory) -> Runs:
     report = load(r.full_dir) if (r.full_dir / "report.json").exists() else {"tests": []}
     r.failing = [t["id"] for t in report["tests"] if t["outcome"] == "xfailed" and t["level"] == "must"]
     r.full_before = snapshot(r.full_dir) if r.failing else {}
-    # 2. the same full run with the failing test deselected (default folder), and a -k run beside a copy of the
-    #    full report in an explicit --report-dir
+    # 2. the failing test deselected from its clause's tests (default folder), and a -k run beside a copy of the
+    #    full report in an explicit --report-dir. The deselected run keeps to that clause: a whole suite less one
+    #    test would spend another full run's minutes on what the clause's few tests show as well
     r.k_dir = base / "explicit"
+    r.deselect_clauses = sorted({c for t in report["tests"] if t["id"] in r.failing for c in t["clauses"]})
     if r.failing:
         shutil.copytree(r.full_dir, r.k_dir)
-        args = [a for test_id in r.failing for a in ("--deselect", test_id)]
+        args = ["--clauses", ",".join(r.deselect_clauses),
+                *[a for test_id in r.failing for a in ("--deselect", test_id)]]
         deselect = start("--backend", "accepts_list_backend", *args, cwd=r.project)
         k_run = start("--backend", "accepts_list_backend", "-k", "src_batch_index and type", "--report-dir",
                       str(r.k_dir))
@@ -220,8 +223,13 @@ def test_deselecting_the_failing_test_is_partial_and_keeps_the_full_report(runs)
     assert rep["verdict"]["label"] == "PARTIAL" and rep["verdict"]["kind"] == "partial"
     assert rep["completeness"]["full"] is False
     assert any("--deselect" in r for r in rep["completeness"]["reasons"])
-    assert {x["id"] for x in rep["completeness"]["left_out"]} == set(runs.failing)
-    assert rep["completeness"]["left_out_count"] == len(runs.failing)
+    # exactly the failing test is deselected; whatever else is left out is outside the clause --clauses chose
+    left_out = rep["completeness"]["left_out"]
+    assert {x["id"] for x in left_out if x["why"] == "deselected"} == set(runs.failing)
+    assert rep["completeness"]["left_out_counts"]["deselected"] == len(runs.failing)
+    assert {x["why"] for x in left_out} == {"deselected", "--clauses"}, rep["completeness"]["left_out_counts"]
+    ran = {c for t in rep["tests"] for c in t["clauses"]}
+    assert ran == set(runs.deselect_clauses) and len(rep["tests"]) > 0, ran
     md = (partial / "summary.md").read_text(encoding="utf-8")
     assert "## Partial run" in md and all(t in md for t in runs.failing)
     assert ("run.full", "false") in junit_props(partial)
