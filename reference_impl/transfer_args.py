@@ -52,8 +52,30 @@ class PushPlan:
     default_pairs: bool = False
 
 
+class _PushedFrom:
+    """What the two pushes share: the local source ``src_cache``, the remote key ``dst_cache_key``."""
+
+    __slots__ = ()
+    dst_cache_key: Any
+    src_cache: Any
+
+    @property
+    def error_key(self) -> str:
+        return f"dst_cache_key = {self.dst_cache_key}"
+
+    @property
+    def local_cache(self) -> Any:
+        """The cache on the calling node, whose tensor count sets the default ranges (facts §1.2 #10)."""
+        return self.src_cache
+
+    @property
+    def peer_cluster_id(self) -> int:
+        """The cluster on the other end of the transfer (the one the key names)."""
+        return int(self.dst_cache_key.cluster_id)
+
+
 @dataclass(slots=True)
-class PushArgs:
+class PushArgs(_PushedFrom):
     """The arguments of one push_cache call; the default-range step fills in the ranges."""
 
     operation: ClassVar[str] = "push_cache"
@@ -69,20 +91,6 @@ class PushArgs:
     plan: PushPlan | None = None
     #: seconds of transfer this push has waited so far (``_await_transfer``)
     spent: float = 0.0
-
-    @property
-    def error_key(self) -> str:
-        return f"dst_cache_key = {self.dst_cache_key}"
-
-    @property
-    def local_cache(self) -> Any:
-        """The cache on the calling node, whose tensor count sets the default ranges (facts §1.2 #10)."""
-        return self.src_cache
-
-    @property
-    def peer_cluster_id(self) -> int:
-        """The cluster on the other end of the transfer (the one the key names)."""
-        return int(self.dst_cache_key.cluster_id)
 
     @property
     def remote_cache_id(self) -> int:
@@ -112,7 +120,7 @@ def _by_id_live(server: NodeEngine, cache_id: int) -> CacheEntry | None:
 
 
 @dataclass(slots=True)
-class BlocksPushArgs:
+class BlocksPushArgs(_PushedFrom):
     """The arguments of one push_blocks call (facts §2): a BlocksCacheKey names the remote blocks cache by its
     model_id; blocks ``src_blocks[i]`` of the local blocks cache go to ``dst_blocks[i]`` of the remote one."""
 
@@ -126,18 +134,6 @@ class BlocksPushArgs:
     dst_layer_range: Any
     tensor_num_per_layer: Any
     spent: float = 0.0
-
-    @property
-    def error_key(self) -> str:
-        return f"dst_cache_key = {self.dst_cache_key}"
-
-    @property
-    def local_cache(self) -> Any:
-        return self.src_cache
-
-    @property
-    def peer_cluster_id(self) -> int:
-        return int(self.dst_cache_key.cluster_id)
 
     @property
     def target(self) -> str:
