@@ -19,6 +19,9 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--spec",), dict(dest="pc_spec", default=None, metavar="PATH",
                        help="spec YAML to certify against (default: the packaged push_cache.yaml; any other "
                             "file makes the run PARTIAL unless its sha256 equals the packaged one's)")),
+    (("--operation",), dict(dest="pc_operation", default=None, metavar="NAME",
+                            help="the operation of the transfer family to certify, against its packaged spec "
+                                 "(push_cache, push_blocks; default: push_cache)")),
     (("--spec-version",), dict(default=None, metavar="NAME",
                                help="spec release to certify against (default: the newest release the backend "
                                     "declares)")),

@@ -64,7 +64,7 @@ def outcome_problem(expectation: Expectation, obs: Observation) -> str | None:
 def _(expectation: Raises, obs: Observation) -> str | None:
     out, api = obs.outcome, obs.tb.api
     if out.hung or not raised_as(expectation, out.exc, api):
-        return f"push_cache {out.describe()}, but the clause expects: {expectation.describe()}"
+        return f"{obs.tb.run.spec.api} {out.describe()}, but the clause expects: {expectation.describe()}"
     got = getattr(out.exc, "status_code", None)
     if expectation.status:
         want = getattr(api.LLMStatusCode, expectation.status, None)
@@ -83,14 +83,14 @@ def _(expectation: Raises, obs: Observation) -> str | None:
 @outcome_problem.register
 def _(expectation: Succeeds, obs: Observation) -> str | None:
     if obs.outcome.hung or obs.outcome.exc is not None:
-        return f"push_cache {obs.outcome.describe()}, but the clause expects: {expectation.describe()}"
+        return f"{obs.tb.run.spec.api} {obs.outcome.describe()}, but the clause expects: {expectation.describe()}"
     return None
 
 
 @outcome_problem.register
 def _(expectation: AnyOf, obs: Observation) -> str | None:
     if all(outcome_problem(a, obs) for a in expectation.allowed):
-        return f"outcome not in the allowed envelope ({expectation.describe()}): push_cache {obs.outcome.describe()}"
+        return f"outcome not in the allowed envelope ({expectation.describe()}): {obs.tb.run.spec.api} {obs.outcome.describe()}"
     return None
 
 
@@ -160,11 +160,13 @@ def _(expectation: Succeeds, clause_id: str, obs: Observation) -> list[str]:
     src, dst, transfer = obs.src, obs.dst, obs.transfer
     if expectation.post not in _BYTE_CHECKED or transfer is None or dst is None or src is None:
         return out
-    so, do, n = transfer.src_batch * src.stride, transfer.dst_batch * dst.stride, src.stride
+    n = src.stride
+    offsets = [(s * src.stride, d * dst.stride) for s, d in transfer.entries]
     return out + [
         "expected = [d.copy() for d in dst_data]",
         f"for s, d in {transfer.tensor_pairs()!r}:  # (source tensor, destination tensor) the spec's data rule moves",
-        f"    expected[d][{do}:{do + n}] = src_data[s][{so}:{so + n}]",
+        f"    for so, do in {offsets!r}:  # (source offset, destination offset) of each entry moved",
+        f"        expected[d][do:do + {n}] = src_data[s][so:so + {n}]",
         "for t, want in enumerate(expected):",
         "    got = np.asarray(remote.read_tensor(dst, t)).ravel()",
         "    bad = np.flatnonzero(got != want)",
@@ -216,7 +218,7 @@ def judge(tb: Testbed, push: Push, outcome: Outcome, expectation: Expectation, c
     if outcome.phase == "args":
         raise HarnessError("building the call's arguments through node.api", outcome.describe())
     if outcome.hung:
-        fail(clause_id, label, call, f"push_cache {outcome.describe()}, but the clause expects: "
+        fail(clause_id, label, call, f"{push.operation} {outcome.describe()}, but the clause expects: "
              f"{expectation.describe()}")
     wait = settle_until - time.monotonic()
     if wait > 0:
@@ -232,7 +234,7 @@ def judge(tb: Testbed, push: Push, outcome: Outcome, expectation: Expectation, c
         _note_push(tb, noted, failed_as=failure_class(noted["returned"], wrong_slice) if problems else None,
                    slice_checked=bool(check_names(expectation) & SLICE_CHECKS))
     if problems:
-        fail(clause_id, label, call, f"push_cache {outcome.describe()} as allowed ({expectation.describe()}), but "
+        fail(clause_id, label, call, f"{push.operation} {outcome.describe()} as allowed ({expectation.describe()}), but "
              f"{where_memory_is_wrong(problems)}", problems)
     return obs
 

@@ -15,15 +15,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..testbed.testbed import CacheInfo, Call
 
-#: the operation under test (the only one the kit judges; a push names it so a record says what it was)
-OPERATION = "push_cache"
-
-
 @dataclass(frozen=True)
 class Push:
-    """One push: ``local`` (named ``local_name`` in the script) calls push_cache from ``src`` into ``dst`` on
-    ``remote`` (named ``remote_name``), with ``call``'s arguments.  ``dst`` is None where the key names a cache
-    the testbed does not hold (an id the server never had); ``call`` is None until the arguments are built."""
+    """One transfer: ``local`` (named ``local_name`` in the script) calls ``operation`` (push_cache, push_blocks,
+    ...: the spec's api) from ``src`` into ``dst`` on ``remote`` (named ``remote_name``), with ``call``'s
+    arguments.  ``dst`` is None where the key names a cache the testbed does not hold (an id the server never
+    had); ``call`` is None until the arguments are built."""
 
     local_name: str
     remote_name: str
@@ -31,8 +28,8 @@ class Push:
     remote: Any
     src: CacheInfo | None
     dst: CacheInfo | None
+    operation: str
     call: Call | None = None
-    operation: str = OPERATION
 
     def with_call(self, call: Call) -> Push:
         """The same push with the arguments ``call``."""

@@ -75,7 +75,7 @@ class Observation:
     def transfer(self) -> oracle.Transfer | None:
         if self._transfer is ...:
             call, src = self.call, self.src
-            self._transfer = (oracle.plan(call.raw(), src.layout, self.tb.default_tnpl)
+            self._transfer = (oracle.plan(call.raw(), src.layout, self.tb.default_tnpl, self.tb.run.spec.operation)
                               if call is not None and src is not None else None)
         return self._transfer
 
@@ -154,7 +154,7 @@ def _exact(obs: Observation) -> list[Difference]:
 @_register(POSTCONDITIONS, "returns_none")
 def _returns_none(obs: Observation) -> list[Difference]:
     extra = [] if obs.outcome.result is None else _no_transfer(
-        f"push_cache returned {obs.outcome.result!r}; the documentation says it returns nothing (None)")
+        f"{obs.tb.run.spec.api} returned {obs.outcome.result!r}; the documentation says it returns nothing (None)")
     return extra + _exact(obs)
 
 

@@ -1,9 +1,11 @@
-"""The expected bytes: what a push_cache call moves, computed from the call and the cache layouts alone.
+"""The expected bytes: what a transfer call moves, computed from the call and the cache layouts alone.
 
 Pure functions over numpy arrays; nothing here talks to a backend.  The rule is the spec's
 ``types.layout`` text: layer L covers tensors [L*N, (L+1)*N); for each i, layer src_layer_range[i] goes to
-dst_layer_range[i]; per tensor, one source batch entry (``stride`` bytes at src_batch_index*stride) lands at
-the destination batch entry (dst batch_index * destination stride).
+dst_layer_range[i]; per tensor, each moved source entry (``stride`` bytes at entry*stride) lands at its
+destination entry (entry * destination stride).  An entry is a batch entry (push_cache: src_batch_index into
+the key's batch index) or a block (push_blocks: src_blocks[i] into dst_blocks[i]; a blocks cache's first
+dimension counts its blocks): the spec's ``operation`` says which parameters name them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..spec.model import Operation
 from .differences import Difference, Where
 
 #: caches up to this many bytes are compared in one step when they are as expected
@@ -46,13 +49,12 @@ class CacheLayout:
 
 @dataclass(frozen=True)
 class Transfer:
-    """The (src layer, dst layer) pairs and batch entries a call targets."""
+    """The (src layer, dst layer) pairs and the (src entry, dst entry) pairs a call targets."""
 
     src_layers: tuple[int, ...]
     dst_layers: tuple[int, ...]
     tnpl: int
-    src_batch: int
-    dst_batch: int
+    entries: tuple[tuple[int, int], ...]
 
     def tensor_pairs(self) -> list[tuple[int, int]]:
         """(source tensor, destination tensor) for every targeted layer pair, K,V,... in order."""
@@ -64,13 +66,27 @@ def _uint(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
-def plan(args: Mapping[str, object], src: CacheLayout, default_tnpl: int) -> Transfer | None:
-    """The transfer the raw call ``args`` describes (names as in push_cache; ``dst_batch_index`` is the key's
-    batch index), or None when the arguments do not describe one (wrong types, tnpl 0)."""
+def _entries(args: Mapping[str, object], op: Operation) -> tuple[tuple[int, int], ...] | None:
+    """The (source, destination) entries ``args`` name: one pair of indices (default 0) or two lists of blocks
+    paired in order (of equal length, else None)."""
+    if not op.lists:
+        pair = (_uint(args.get(op.src_entries, 0)), _uint(args.get(op.dst_entries, 0)))
+        return ((pair[0], pair[1]),) if pair[0] is not None and pair[1] is not None else None
+    lists = [args.get(op.src_entries, ()), args.get(op.dst_entries, ())]
+    if not all(isinstance(x, (list, tuple)) for x in lists):
+        return None
+    srcs, dsts = ([_uint(b) for b in x] for x in lists)  # type: ignore[union-attr]
+    if len(srcs) != len(dsts) or any(b is None for b in (*srcs, *dsts)):
+        return None
+    return tuple((int(s), int(d)) for s, d in zip(srcs, dsts, strict=True))  # type: ignore[arg-type]
+
+
+def plan(args: Mapping[str, object], src: CacheLayout, default_tnpl: int, op: Operation) -> Transfer | None:
+    """The transfer the raw call ``args`` describes (the parameter names of ``op``; ``dst_batch_index`` is the
+    key's batch index), or None when the arguments do not describe one (wrong types, tnpl 0, unequal lists)."""
     tnpl = _uint(args.get("tensor_num_per_layer", default_tnpl))
-    src_batch = _uint(args.get("src_batch_index", 0))
-    dst_batch = _uint(args.get("dst_batch_index", 0))
-    if tnpl is None or src_batch is None or dst_batch is None or tnpl == 0:
+    entries = _entries(args, op)
+    if tnpl is None or entries is None or tnpl == 0:
         return None
     default = range(0, src.num_tensors // tnpl)
     ranges = []
@@ -80,25 +96,27 @@ def plan(args: Mapping[str, object], src: CacheLayout, default_tnpl: int) -> Tra
         if not isinstance(r, range):
             return None
         ranges.append(tuple(r))
-    return Transfer(ranges[0], ranges[1], tnpl, src_batch, dst_batch)
+    return Transfer(ranges[0], ranges[1], tnpl, entries)
 
 
 def expected_destination(src_data: Sequence[np.ndarray], dst_before: Sequence[np.ndarray], transfer: Transfer,
                          src: CacheLayout, dst: CacheLayout, *, prefix: bool = False) -> list[np.ndarray]:
-    """The destination after a successful push.  Pairs outside either cache move nothing (a call that names
+    """The destination after a successful transfer.  Pairs outside either cache move nothing (a call that names
     them is refused, and may leave the valid pairs before them pushed).  A source entry larger than the
     destination entry moves nothing; with ``prefix`` a smaller one fills the start of the destination entry,
-    otherwise it also moves nothing (only equal entries are a plain push)."""
+    otherwise it also moves nothing (only equal entries are a plain push).  Entries move in their order, so a
+    destination block listed twice holds the last source block listed for it."""
     out = [d.copy() for d in dst_before]
     n = src.stride
     if n > dst.stride or (n < dst.stride and not prefix):
         return out
-    s0, d0 = transfer.src_batch * src.stride, transfer.dst_batch * dst.stride
-    if s0 + n > src.nbytes or d0 + n > dst.nbytes:
-        return out
-    for s, d in transfer.tensor_pairs():
-        if 0 <= s < len(src_data) and 0 <= d < len(out):
-            out[d][d0:d0 + n] = src_data[s][s0:s0 + n]
+    for src_entry, dst_entry in transfer.entries:
+        s0, d0 = src_entry * src.stride, dst_entry * dst.stride
+        if s0 + n > src.nbytes or d0 + n > dst.nbytes:
+            continue
+        for s, d in transfer.tensor_pairs():
+            if 0 <= s < len(src_data) and 0 <= d < len(out):
+                out[d][d0:d0 + n] = src_data[s][s0:s0 + n]
     return out
 
 

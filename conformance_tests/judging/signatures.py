@@ -44,5 +44,5 @@ def signature_problems(sig: inspect.Signature, spec: Signature, *, kwargs_may_be
         problems.append(f"**kwargs is {'present' if has_var_kw else 'absent'}, the spec says "
                         f"{'present' if spec.takes_var_kwargs else 'absent'}")
     if any(p.kind is p.VAR_POSITIONAL for p in params):
-        problems.append("push_cache takes *args; the spec has none")
+        problems.append("the operation takes *args; the spec has none")
     return problems

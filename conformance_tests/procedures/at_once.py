@@ -70,7 +70,7 @@ def landed(bed: Testbed, pushes: Sequence[Push], base: Model) -> dict[str, list[
         src, dst, call = push.src, push.dst, push.call
         assert src is not None and dst is not None and call is not None
         out = state.get(dst.name, base[dst.name])
-        transfer = oracle.plan(call.raw(), src.layout, bed.default_tnpl)
+        transfer = oracle.plan(call.raw(), src.layout, bed.default_tnpl, bed.run.spec.operation)
         if transfer is not None:
             out = oracle.expected_destination(base[src.name], out, transfer, src.layout, dst.layout)
         state[dst.name] = out

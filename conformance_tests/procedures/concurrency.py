@@ -108,4 +108,4 @@ def _call(bed: HistoryBed, server: NodeState, src: CacheInfo, dst: CacheInfo, p:
                 f"api.CacheKeyByIdAndIndex({server.cluster_id}, {dst.name}.cache_id, {p.dst_batch})")
     batch = k % src.batch
     return Call({"dst_cache_key": key, "src_cache": Value(src.cache, src.name),
-                 "src_batch_index": Value(batch, repr(batch))})
+                 "src_batch_index": Value(batch, repr(batch))}, bed.run.spec.api)

@@ -122,7 +122,7 @@ class CountsBed:
         key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [server.cluster_id, dst.cache.cache_id, entry]),
                     f"api.CacheKeyByIdAndIndex({server.cluster_id}, {dst.name}.cache_id, {entry})")
         call = Call({"dst_cache_key": key, "src_cache": Value(src.cache, src.name),
-                     "src_batch_index": Value(0, "0")})
+                     "src_batch_index": Value(0, "0")}, self.run.spec.api)
         bed.rec.comment(f"{what}: {counts}")
         self.run.counters.coverage |= count_keys(self.run.spec, counts)
         push = bed.aimed("n0", server.name, src, dst, call)

@@ -106,15 +106,16 @@ def run_cache_fields(run: RunContext, clause: Clause, item: Item) -> None:
 
 @procedure("inspect_signature", single)
 def run_signature(run: RunContext, clause: Clause, item: Item) -> None:
-    """inspect.signature(push_cache) is the release's signature."""
+    """inspect.signature(<the operation>) is the release's signature."""
+    api = run.spec.api
     with opened(run, clause.scenario, minimal=True) as tb:
         try:
-            sig = inspect.signature(tb.local.cache_manager.push_cache)
+            sig = inspect.signature(getattr(tb.local.cache_manager, api))
         except (TypeError, ValueError) as exc:
             # e.g. a native binding: the behavioural clauses (positional, defaults, no_var_kwargs) still judge it
-            pytest.skip(f"not supported: push_cache has no introspectable signature ({exc})")
+            pytest.skip(f"not supported: {api} has no introspectable signature ({exc})")
         problems = signature_problems(sig, run.signature, kwargs_may_be_named=clause.procedure.kwargs_may_be_named)
-        assert not problems, (f"clause {clause.id} (release {run.release})\n  inspect.signature(push_cache) = {sig}\n  "
+        assert not problems, (f"clause {clause.id} (release {run.release})\n  inspect.signature({api}) = {sig}\n  "
                               + "\n  ".join(problems))
 
 

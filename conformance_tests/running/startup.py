@@ -4,8 +4,8 @@ header, and the backend's end."""
 
 from __future__ import annotations
 
-import hashlib
 import json
+import pathlib
 from typing import Any
 
 import hypothesis
@@ -22,7 +22,7 @@ from ..resolution import (
 )
 from ..selecting.expectations import ExpectationsError, load_expectations
 from ..selecting.shards import parse_shard
-from ..spec import SpecError, default_spec_path, load_spec
+from ..spec import SpecError, load_spec, operation_spec_path, specified_operations
 from . import profiles
 from .context import RunContext
 from .deadlines import Deadlines
@@ -65,7 +65,7 @@ def start_run(config: pytest.Config, result: RunResult) -> RunState:
             raise pytest.UsageError(f"--shard {shard}: {exc}") from None
     state.reruns = reruns(config)
     try:
-        spec = load_spec(config.getoption("pc_spec"))
+        spec = load_spec(spec_path(config))
     except SpecError as exc:
         raise pytest.UsageError(f"spec: {exc}") from None
     state.strict = bool(config.getoption("strict_expectations"))
@@ -106,7 +106,7 @@ def start_run(config: pytest.Config, result: RunResult) -> RunState:
         raise pytest.UsageError(f"--shrink-time {shrink_s:g}: a number of seconds, 0 for no shrinking")
     state.ctx = RunContext(backend, target, caps, spec, release, timeout=config.getoption("timeout", None),
                            shrink_s=shrink_s, deadlines=deadlines)
-    state.packaged_sha256 = packaged_sha256()
+    state.packaged_sha256 = packaged_sha256(spec.api)
     if not config.getoption("no_reports") and not config.option.collectonly and not state.is_worker:
         from ..report.folders import check_writable
 
@@ -151,10 +151,28 @@ def open_backend(config: pytest.Config, deadlines: Deadlines) -> tuple[Any, str,
     return backend, backend.target, mode
 
 
-def packaged_sha256() -> str | None:
+def spec_path(config: pytest.Config) -> pathlib.Path | str | None:
+    """The spec the run certifies against: ``--spec``, or the packaged spec of ``--operation`` (one of the two),
+    else the packaged push_cache spec (None)."""
+    path, operation = config.getoption("pc_spec"), config.getoption("pc_operation")
+    if operation is None:
+        return path  # type: ignore[no-any-return]
+    if path is not None:
+        raise pytest.UsageError(f"--operation {operation} certifies against its packaged spec; give it or --spec "
+                                f"{path}, not both")
+    known = specified_operations()
+    if operation not in known:
+        raise pytest.UsageError(f"--operation {operation!r}: no packaged spec; the operations with one: "
+                                f"{', '.join(known)}")
+    return operation_spec_path(operation)
+
+
+def packaged_sha256(api: str) -> str | None:
+    """The sha256 of the packaged spec of operation ``api``, as the loader computes it (a spec's own bytes and
+    those it shares): a run against another file is PARTIAL."""
     try:
-        return hashlib.sha256(default_spec_path().read_bytes()).hexdigest()
-    except OSError:
+        return load_spec(operation_spec_path(api)).sha256
+    except SpecError:
         return None
 
 

@@ -12,7 +12,7 @@ from .expect import AnyOf, Expectation, Raises, Succeeds
 from .levels import BLOCKING_LEVELS, LEVELS, Level
 from .load import load_spec
 from .model import CacheSpec, Case, Clause, Fault, NodeSpec, ProcedureSpec, Scenario, Signature, Spec
-from .paths import default_schema_path, default_spec_path, families
+from .paths import default_schema_path, default_spec_path, families, operation_spec_path, specified_operations
 
 __all__ = [
     "BLOCKING_LEVELS",
@@ -36,4 +36,6 @@ __all__ = [
     "default_spec_path",
     "families",
     "load_spec",
+    "operation_spec_path",
+    "specified_operations",
 ]

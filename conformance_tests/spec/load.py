@@ -41,6 +41,7 @@ from .model import (
     Member,
     ModelLayout,
     NodeSpec,
+    Operation,
     Parameter,
     ProcedureSpec,
     Products,
@@ -83,8 +84,29 @@ def _load_cached(path: str, _mtime_ns: int, _size: int) -> Spec:
     except ValueError as exc:
         raise SpecError(file, "$", f"spec file too large: {exc}") from None
     raw = _parse_yaml(file, data)
+    digest = hashlib.sha256(data)
+    if isinstance(raw, dict) and isinstance(raw.get("shares"), str):
+        if "types" in raw:
+            raise SpecError(file, "$.types", f"a spec that shares {raw['shares']}'s types has none of its own")
+        shared, shared_data = _shared(file, raw["shares"])
+        raw = {**raw, "types": shared.get("types") if isinstance(shared, dict) else None}
+        digest.update(shared_data)  # the file's meaning includes what it shares: so does its hash
     validate(file, raw)
-    return _build(file, raw, hashlib.sha256(data).hexdigest())
+    return _build(file, raw, digest.hexdigest())
+
+
+def _shared(file: pathlib.Path, name: str) -> tuple[Any, bytes]:
+    """The spec file ``name`` beside ``file`` whose data model ``file`` shares (``shares``), parsed."""
+    other = file.parent / name
+    if other.resolve() == file.resolve():
+        raise SpecError(file, "$.shares", f"a spec cannot share its own types ({name})")
+    try:
+        data = read_bounded(other)
+    except OSError as exc:
+        raise SpecError(file, "$.shares", f"cannot read the shared spec {name}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise SpecError(file, "$.shares", f"shared spec {name} too large: {exc}") from None
+    return _parse_yaml(other, data), data
 
 
 # ---- YAML -----------------------------------------------------------------------------------------------------
@@ -150,7 +172,8 @@ def _cache(raw: Mapping[str, Any]) -> CacheSpec:
     return CacheSpec(int(raw["num_tensors"]), tuple(int(d) for d in raw["shape"]), str(raw["data_type"]),
                      str(raw["placement"]), raw.get("batch_dim_index"), raw.get("seq_len_dim_index"),
                      raw.get("register"), bool(raw.get("remote_accessible", True)), bool(raw.get("blocks", False)),
-                     tuple((int(k["req_id"]), int(k["model_id"])) for k in raw.get("cache_keys") or ()))
+                     tuple((int(k["req_id"]), int(k["model_id"])) for k in raw.get("cache_keys") or ()),
+                     int(raw["model_id"]) if raw.get("model_id") is not None else None)
 
 
 def _fault(raw: Mapping[str, Any]) -> Fault:
@@ -277,9 +300,17 @@ def _encoding(raw: Mapping[str, Any] | None) -> Encoding | None:
 
 def _signature(raw: Mapping[str, Any]) -> Signature:
     params = tuple(Parameter(str(p["name"]), str(p["kind"]), str(p["type"]), bool(p.get("required", False)),
-                             "default" in p, p.get("default"))
+                             "default" in p, _default(p.get("default")))
                    for p in raw["parameters"])
     return Signature(raw.get("since"), raw.get("until"), params, raw.get("returns"), bool(raw.get("var_kwargs")))
+
+
+def _default(raw: Any) -> Any:
+    """A parameter's documented default: a YAML scalar or list as it reads, ``{tuple: [...]}`` a tuple (YAML has
+    none, and push_blocks' block lists default to ``()``)."""
+    if isinstance(raw, Mapping) and set(raw) == {"tuple"}:
+        return tuple(raw["tuple"])
+    return raw
 
 
 def _generation(raw: Mapping[str, Any] | None, domains: Mapping[str, Bounds]) -> Generation | None:
@@ -330,6 +361,7 @@ def _build(file: pathlib.Path, raw: dict[str, Any], sha256: str) -> Spec:
     return Spec(
         version=str(raw["spec_version"]),
         api=str(raw["api"]),
+        operation=_operation(raw["operation"]),
         releases=tuple(str(r["name"]) for r in raw["releases"]),
         clauses=clauses,
         scenario=scenario_of(raw["scenario"]),
@@ -341,6 +373,11 @@ def _build(file: pathlib.Path, raw: dict[str, Any], sha256: str) -> Spec:
         _by_id=frozen({c.id: c for c in clauses}),
         coverage=_coverage(raw.get("coverage")),
     )
+
+
+def _operation(raw: Mapping[str, Any]) -> Operation:
+    return Operation(str(raw["direction"]), str(raw["key"]), str(raw["cache"]), str(raw["unit"]),
+                     str(raw["entries"]["src"]), str(raw["entries"]["dst"]))
 
 
 def _coverage(raw: Mapping[str, Any] | None) -> Coverage | None:

@@ -64,6 +64,7 @@ class CacheSpec:
     remote_accessible: bool = True
     blocks: bool = False
     cache_keys: tuple[tuple[int, int], ...] = ()  # (req_id, model_id) bound to batch entries 0, 1, ... when made
+    model_id: int | None = None  # a blocks cache's BlocksCacheKey(<its node's cluster id>, model_id), bound when made
 
     def with_(self, **changes: Any) -> CacheSpec:
         return replace(self, **changes)
@@ -280,6 +281,24 @@ class Products:
 
 
 @dataclass(frozen=True)
+class Operation:
+    """What kind of transfer a spec's operation is (its ``operation`` section): which side is written and judged,
+    which parameters hold the remote key and the local cache, and what one moved entry is."""
+
+    direction: str  # push: the local cache is read and the remote one written; pull: the other way round
+    key: str  # the parameter holding the remote cache's key
+    cache: str  # the parameter holding the local Cache
+    unit: str  # batch: one batch entry per tensor (single indices); blocks: block lists, pairwise
+    src_entries: str  # the parameter naming the source entries
+    dst_entries: str  # ... and the destination's (dst_batch_index: the key's batch index)
+
+    @property
+    def lists(self) -> bool:
+        """Whether the entries parameters are lists (blocks) rather than single indices (a batch entry)."""
+        return self.unit == "blocks"
+
+
+@dataclass(frozen=True)
 class Types:
     enums: Mapping[str, EnumTable]
     records: Mapping[str, RecordType]
@@ -459,6 +478,7 @@ class Coverage:
 class Spec:
     version: str
     api: str  # the operation the spec describes: its method on CacheManager
+    operation: Operation
     releases: tuple[str, ...]
     clauses: tuple[Clause, ...]
     scenario: Scenario

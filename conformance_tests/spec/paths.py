@@ -1,4 +1,5 @@
-"""Where the packaged spec and its schema are (``push_cache_spec``), and the vocabularies the schema defines."""
+"""Where the packaged specs and their schema are (``push_cache_spec``: one file per operation of the transfer
+family, ``<api>.yaml``), and the vocabularies the schema defines."""
 
 from __future__ import annotations
 
@@ -16,6 +17,21 @@ SCHEMA_FILE = "spec.schema.json"
 def default_spec_path() -> pathlib.Path:
     """The packaged spec: ``push_cache_spec/push_cache.yaml``."""
     return pathlib.Path(str(importlib.resources.files(SPEC_PACKAGE) / SPEC_FILE))
+
+
+def operation_spec_path(api: str) -> pathlib.Path:
+    """The packaged spec of operation ``api`` (``push_cache_spec/<api>.yaml``; it may not exist yet)."""
+    return pathlib.Path(str(importlib.resources.files(SPEC_PACKAGE) / f"{api}.yaml"))
+
+
+def operations() -> tuple[str, ...]:
+    """The operations of the family, in the schema's order (its ``api`` enum)."""
+    return tuple(schema()["properties"]["api"]["enum"])
+
+
+def specified_operations() -> tuple[str, ...]:
+    """The operations that have a packaged spec file, in the family's order."""
+    return tuple(api for api in operations() if operation_spec_path(api).is_file())
 
 
 def default_schema_path() -> pathlib.Path:

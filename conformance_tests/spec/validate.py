@@ -143,10 +143,12 @@ def _semantic_problems(raw: dict[str, Any]) -> Iterator[Problem]:
     yield from _check_signature(raw, releases)
     yield from _check_generation(raw)
     yield from _check_coverage(raw)
+    yield from _check_operation(raw)
     statuses = set(raw["types"]["LLMStatusCode"]["members"])
     clauses = raw["clauses"]
     yield from _check_values((raw["scenario"].get("call") or {}), ("scenario", "call"))
 
+    languages = raw.get("languages", ["en", "zh"])  # the languages of the operation's recorded pages
     by_id: dict[str, int] = {}
     for i, clause in enumerate(clauses):
         cid = clause["id"]
@@ -154,6 +156,8 @@ def _semantic_problems(raw: dict[str, Any]) -> Iterator[Problem]:
             yield json_path("clauses", i, "id"), f"duplicate clause id {cid!r} (first at {json_path('clauses', by_id[cid])})"
         else:
             by_id[cid] = i
+        if not cid.startswith(f"{raw['api']}."):
+            yield json_path("clauses", i, "id"), f"a clause of {raw['api']} must be named {raw['api']}.<family>...; got {cid!r}"
 
     for i, clause in enumerate(clauses):
         at = ("clauses", i)
@@ -165,11 +169,11 @@ def _semantic_problems(raw: dict[str, Any]) -> Iterator[Problem]:
         yield from _check_range(clause, releases, at)
         source = clause["source"]
         if clause["level"] == "must" and source["kind"] == "doc":
-            missing = [lang for lang in ("en", "zh") if not source.get(lang)]
+            missing = [lang for lang in languages if not source.get(lang)]
             if missing:
                 yield (json_path(*at, "source"),
-                       f"a must clause sourced from the documentation needs both en and zh sentences "
-                       f"(missing: {', '.join(missing)})")
+                       f"a must clause sourced from the documentation needs its sentence in each language of "
+                       f"the operation's pages ({', '.join(languages)}; missing: {', '.join(missing)})")
         target = clause.get("refines")
         if target is not None:
             yield from _check_refines(clause, target, clauses, by_id, at)
@@ -188,6 +192,25 @@ def _semantic_problems(raw: dict[str, Any]) -> Iterator[Problem]:
             yield from _check_values((case.get("scenario") or {}).get("call") or {}, (*cat, "scenario", "call"))
         yield from _check_values((clause.get("scenario") or {}).get("call") or {}, (*at, "scenario", "call"))
     yield from _check_situations(clauses, releases, raw)
+
+
+def _check_operation(raw: dict[str, Any]) -> Iterator[Problem]:
+    """The operation section names the key and the local cache as parameters every release's signature declares,
+    and its entries as parameters or (a batch entry of the key) as a baseline-call value."""
+    op = raw["operation"]
+    for sig_at, sig in enumerate(raw["signature"]):
+        declared = {p["name"] for p in sig["parameters"]}
+        for role in ("key", "cache"):
+            if op[role] not in declared:
+                yield (json_path("operation", role), f"{op[role]!r} is not a parameter of "
+                       f"{json_path('signature', sig_at)} ({', '.join(sorted(declared))})")
+    call = raw["scenario"].get("call") or {}
+    newest = {p["name"] for p in raw["signature"][-1]["parameters"]}
+    for side in ("src", "dst"):
+        name = op["entries"][side]
+        if name not in newest and name not in call:
+            yield (json_path("operation", "entries", side), f"{name!r} is neither a parameter of the newest "
+                   "signature nor a value of scenario.call")
 
 
 def _check_values(args: Mapping[str, Any], at: tuple[str | int, ...]) -> Iterator[Problem]:

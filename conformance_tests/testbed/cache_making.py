@@ -95,7 +95,11 @@ class CacheMaker:
 
     def cache_keys(self, node_name: str, desc: CacheSpec) -> dict[str, Value]:
         """A cache spec's ``cache_keys`` as the allocation's ``cache_keys`` argument: one
-        ``CacheKey(<the local node's cluster id>, req_id, model_id)`` per entry, bound to batch entries 0, 1, ..."""
+        ``CacheKey(<the local node's cluster id>, req_id, model_id)`` per entry, bound to batch entries 0, 1, ...;
+        a blocks cache's ``model_id`` as its ``blocks_cache_key``: ``BlocksCacheKey(<its node's cluster id>,
+        model_id)``, by which a BlocksCacheKey names it."""
+        if desc.blocks and desc.model_id is not None:
+            return self.blocks_key(node_name, desc.model_id)
         if not desc.cache_keys:
             return {}
         napi = "api" if node_name == "local" else f"{node_name}.api"
@@ -107,6 +111,15 @@ class CacheMaker:
                                         code)}
         except Exception as exc:
             raise HarnessError("CacheKey", f"{code}: {describe_exception(exc)}") from exc
+
+    def blocks_key(self, node_name: str, model_id: int) -> dict[str, Value]:
+        napi = "api" if node_name == "local" else f"{node_name}.api"
+        cluster = self.bed.local_id if node_name == "local" else self.bed.remote_id
+        code = f"{napi}.BlocksCacheKey({cluster}, {model_id})"
+        try:
+            return {"blocks_cache_key": Value(self.bed.node(node_name).api.BlocksCacheKey(cluster, model_id), code)}
+        except Exception as exc:
+            raise HarnessError("BlocksCacheKey", f"{code}: {describe_exception(exc)}") from exc
 
     def alloc(self, name: str, node_name: str, placement: str, total: int) -> int:
         return int(self.bed.rec.let(f"{name}_mem", f"{node_name}.alloc_memory({placement!r}, {total})").obj)

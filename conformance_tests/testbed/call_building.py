@@ -66,28 +66,31 @@ class CallBuilder:
                only_given: bool = False) -> dict[str, Value]:
         """The baseline call (scenario ``call``) of ``push`` with ``args`` overriding it, resolved.  Baseline
         values are passed only for parameters the release's signature has; ``only_given`` leaves out every
-        parameter ``args`` does not name (except dst_cache_key and src_cache), so the callee's defaults apply."""
+        parameter ``args`` does not name (except the key and the local cache, the spec's ``operation`` names
+        them), so the callee's defaults apply."""
         bed, src = self.bed, push.src
+        op = bed.run.spec.operation
         assert push.dst is not None and src is not None
         args = dict(args or {})
         base = {} if only_given else dict(bed.scenario.call)
         merged = {**base, **args}
         ctx = self.context(push, self.tnpl_for(merged))
         values: dict[str, Value] = {}
-        if "dst_cache_key" in args:
-            values["dst_cache_key"] = decode(args["dst_cache_key"], ctx)
+        if op.key in args or op.key in bed.scenario.call:
+            values[op.key] = decode({**bed.scenario.call, **args}[op.key], ctx)
         else:
-            # the baseline key: the remote node, the destination cache, the call's dst_batch_index
-            batch = decode(merged.get("dst_batch_index", Lit(0)), ctx)
-            values["dst_cache_key"] = decode(KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"),
-                                                   CacheIdRef("dst"), Lit(batch.obj)), ctx)
-        values["src_cache"] = decode(args["src_cache"], ctx) if "src_cache" in args else Value(src.cache, "src")
+            # the baseline key of a batch transfer: the remote node, the destination cache, the call's entry
+            batch = decode(merged.get(op.dst_entries, Lit(0)), ctx)
+            values[op.key] = decode(KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"),
+                                          CacheIdRef("dst"), Lit(batch.obj)), ctx)
+        values[op.cache] = decode(args[op.cache], ctx) if op.cache in args else Value(src.cache, "src")
         for name in bed.all_params:
             if name in values:
                 continue
             if name in args or (name in base and name in bed.params):
                 values[name] = decode(merged[name], ctx)
-        for name, expr in args.items():  # keywords push_cache does not declare (signature clauses)
-            if name not in values and name != "dst_batch_index":
+        # keywords the operation does not declare (signature clauses); a batch entry in the key is not one
+        for name, expr in args.items():
+            if name not in values and name != op.dst_entries:
                 values[name] = decode(expr, ctx)
         return values

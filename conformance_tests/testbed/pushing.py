@@ -46,14 +46,13 @@ class Pusher:
             posargs, kwargs = call.build()
         except Exception as exc:  # noqa: BLE001 - building a key may raise; that is part of the outcome
             return self.outcome(exc, time.monotonic() - start, phase="args", started=start)
-        outcome = self.call_push(push.local, posargs, kwargs, bound, start)
+        outcome = self.call_push(getattr(push.local.cache_manager, push.operation), posargs, kwargs, bound, start)
         self.record(push, outcome)
         return outcome
 
-    def call_push(self, local: Any, posargs: list[Any], kwargs: dict[str, Any], bound: float | None,
+    def call_push(self, fn: Any, posargs: list[Any], kwargs: dict[str, Any], bound: float | None,
                   start: float) -> Outcome:
         made = self.outcome
-        fn = local.cache_manager.push_cache
         try:
             if bound is None:
                 result = fn(*posargs, **kwargs)

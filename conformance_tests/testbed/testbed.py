@@ -90,12 +90,13 @@ class CacheInfo:
 @dataclass
 class Call:
     values: dict[str, Value]  # argument name -> decoded value (ABSENT values are left out)
+    api: str  # the CacheManager method called (the spec's api)
     positional: bool = False
 
     @property
     def code(self) -> str:
         parts = [v.code if self.positional else f"{k}={v.code}" for k, v in self.values.items() if v.obj is not ABSENT]
-        return f"local.cache_manager.push_cache({', '.join(parts)})"
+        return f"local.cache_manager.{self.api}({', '.join(parts)})"
 
     def build(self) -> tuple[list[Any], dict[str, Any]]:
         items = [(k, materialise(v.obj)) for k, v in self.values.items() if v.obj is not ABSENT]
@@ -215,7 +216,8 @@ class Testbed:
     def aimed(self, local_name: str, remote_name: str, src: CacheInfo | None, dst: CacheInfo | None,
               call: Call | None = None) -> Push:
         """The push node ``local_name`` makes from ``src`` into ``dst`` on node ``remote_name``."""
-        return Push(local_name, remote_name, self.node(local_name), self.node(remote_name), src, dst, call)
+        return Push(local_name, remote_name, self.node(local_name), self.node(remote_name), src, dst,
+                    self.run.spec.api, call)
 
     def baseline(self) -> Push:
         """The push the testbed was set up for: from ``src`` on the local node into ``dst`` on the remote."""
@@ -300,7 +302,8 @@ class Testbed:
              only_given: bool = False) -> Push:
         """The baseline push, ``args`` overriding its call (:meth:`CallBuilder.values`), positional or by keyword."""
         push = self.baseline()
-        return push.with_call(Call(self.calls.values(push, args, only_given=only_given), positional=positional))
+        return push.with_call(Call(self.calls.values(push, args, only_given=only_given), push.operation,
+                                   positional=positional))
 
     def push(self, push: Push, *, bound: float | None = 30.0) -> Outcome:
         """Make ``push`` (its arguments built); with ``bound`` a hang becomes an Outcome."""

@@ -32,7 +32,7 @@ def cache(data_type: str = "DT_FLOAT16", placement: str = "DEVICE", batch: int =
 
 
 def call(positional: bool = False, **args: Any) -> Call:
-    return Call({k: Value(v, repr(v)) for k, v in args.items()}, positional=positional)
+    return Call({k: Value(v, repr(v)) for k, v in args.items()}, "push_cache", positional=positional)
 
 
 def test_the_partitions_are_the_specs():

@@ -153,12 +153,12 @@ def test_expected_destination_model():
         t[4:] = 100 + i  # batch 1 differs from batch 0
     before = [np.zeros(12, dtype=np.uint8) for _ in range(4)]  # batch 3, stride 4
     src_layout, dst_layout = CacheLayout(4, (2, 4), 1), CacheLayout(4, (3, 4), 1)
-    plan = Transfer(src_layers=(1,), dst_layers=(1,), tnpl=2, src_batch=1, dst_batch=2)
+    plan = Transfer(src_layers=(1,), dst_layers=(1,), tnpl=2, entries=((1, 2),))
     out = expected_destination(src, before, plan, src_layout, dst_layout)
     assert [bytes(t).hex() for t in out[:2]] == ["00" * 12] * 2
     assert list(out[2][8:]) == [102] * 4 and list(out[3][8:]) == [103] * 4 and not out[2][:8].any()
     # out-of-range pairs move nothing
-    plan = Transfer(src_layers=(0, 5), dst_layers=(0, 5), tnpl=2, src_batch=0, dst_batch=0)
+    plan = Transfer(src_layers=(0, 5), dst_layers=(0, 5), tnpl=2, entries=((0, 0),))
     out = expected_destination(src, before, plan, src_layout, dst_layout)
     assert list(out[0][:4]) == [10] * 4 and not out[2].any()
 

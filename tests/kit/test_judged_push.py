@@ -57,7 +57,7 @@ def test_the_judge_judges_the_caches_its_push_names_not_the_testbeds_baseline(tb
     other = tb.make_cache("other", "remote", tb.scenario.dst, guard=True)
     tb.fill_sentinel(other)
     aimed = tb.aimed("local", "remote", tb.src, other)
-    push = aimed.with_call(Call(tb.calls.values(aimed, {})))
+    push = aimed.with_call(Call(tb.calls.values(aimed, {}), aimed.operation))
     outcome = tb.push(push)
     assert outcome.exc is None, outcome.describe()
     obs = judge(tb, push, outcome, EXACT, CLAUSE, "into other")

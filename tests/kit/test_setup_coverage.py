@@ -82,14 +82,14 @@ def test_a_push_reaches_the_bounds_and_made_of_its_caches():
     assert gen is not None
     top = side((gen.batch.max, gen.tensor_bytes.max // gen.batch.max), gen.tensors.max, 1, "allocate_with_keys")
     low = side((gen.batch.min,), gen.tensors.min, 1, "register")
-    call = Call({"tensor_num_per_layer": Value(1, "1")})
+    call = Call({"tensor_num_per_layer": Value(1, "1")}, SPEC.api)
     got = push_keys(SPEC, SIG, call, top, low)
     for k in ("src_rank=interior", "dst_rank=minimum", "src_batch=maximum", "dst_batch=minimum", "tensors=maximum",
               "layers=maximum", "tensor_bytes=maximum", "src_made=allocate_with_keys", "dst_made=register",
               "src_made=allocate_with_keys & dst_made=register", "src_batch=maximum & dst_batch=minimum"):
         assert k in got, f"push_keys(tnpl 1, {top}, {low}): {k!r} not in {sorted(got)}"
     # an invalid tensor_num_per_layer reaches no layer class; an unknown way of making a cache no way
-    bad = push_keys(SPEC, SIG, Call({"tensor_num_per_layer": Value(0, "0")}), side((2, 2), 4, 1, "odd"), low)
+    bad = push_keys(SPEC, SIG, Call({"tensor_num_per_layer": Value(0, "0")}, SPEC.api), side((2, 2), 4, 1, "odd"), low)
     assert not [k for k in bad if k.startswith(("layers=", "src_made="))], sorted(bad)
 
 

@@ -119,7 +119,7 @@ def call_for(h: HistoryRun, bed: HistoryBed, plan: Plan, *, batch_code: tuple[st
         if name not in values and name in given and not (plan.style == "defaults" and given[name].obj is None):
             values[name] = given[name]
     positional = plan.style == "positional" and all(n in values for n in (p.name for p in sig.declared))
-    return Call(values, positional=positional)
+    return Call(values, bed.run.spec.api, positional=positional)
 
 
 def observed(bed: HistoryBed, obs: Observation) -> None:
