@@ -195,22 +195,17 @@ def _semantic_problems(raw: dict[str, Any]) -> Iterator[Problem]:
 
 
 def _check_operation(raw: dict[str, Any]) -> Iterator[Problem]:
-    """The operation section names the key and the local cache as parameters every release's signature declares,
-    and its entries as parameters or (a batch entry of the key) as a baseline-call value."""
+    """The operation section names the key and the local cache, and a blocks operation its block lists, as
+    parameters every release's signature declares (a batch entry may be the key's own index, no parameter)."""
     op = raw["operation"]
+    roles = [("key",), ("cache",)] + ([("entries", "src"), ("entries", "dst")] if op["unit"] == "blocks" else [])
     for sig_at, sig in enumerate(raw["signature"]):
         declared = {p["name"] for p in sig["parameters"]}
-        for role in ("key", "cache"):
-            if op[role] not in declared:
-                yield (json_path("operation", role), f"{op[role]!r} is not a parameter of "
+        for role in roles:
+            name = op[role[0]] if len(role) == 1 else op[role[0]][role[1]]
+            if name not in declared:
+                yield (json_path("operation", *role), f"{name!r} is not a parameter of "
                        f"{json_path('signature', sig_at)} ({', '.join(sorted(declared))})")
-    call = raw["scenario"].get("call") or {}
-    newest = {p["name"] for p in raw["signature"][-1]["parameters"]}
-    for side in ("src", "dst"):
-        name = op["entries"][side]
-        if name not in newest and name not in call:
-            yield (json_path("operation", "entries", side), f"{name!r} is neither a parameter of the newest "
-                   "signature nor a value of scenario.call")
 
 
 def _check_values(args: Mapping[str, Any], at: tuple[str | int, ...]) -> Iterator[Problem]:

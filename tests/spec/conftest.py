@@ -15,6 +15,8 @@ from tests.helpers.seeds import SEED_PAGES, SEEDS
 MINI_SPEC: dict[str, Any] = {
     "spec_version": "9.0.0",
     "api": "push_cache",
+    "operation": {"direction": "push", "key": "dst_cache_key", "cache": "src_cache", "unit": "batch",
+                  "entries": {"src": "src_batch_index", "dst": "dst_batch_index"}},
     "releases": [
         {"name": "8.2.RC1.alpha002", "summary": "push_cache appears (5 parameters)", "source": "docs llmpr_42_0068"},
         {"name": "8.2.RC1.alpha003", "summary": "adds size", "source": "docs llmpr_42_0070"},
