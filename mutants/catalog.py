@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from reference_impl.cache_desc import CacheDesc
 from reference_impl.cache_keys import CacheKey, CacheKeyByIdAndIndex
 from reference_impl.cache_manager import CacheManager
 from reference_impl.checks import check_isinstance
-from reference_impl.enums import DataType
+from reference_impl.enums import DataType, Placement
 from reference_impl.memory import AddressError
 from reference_impl.status import LLMException, LLMStatusCode, log, raise_if_false
 
@@ -1188,3 +1188,197 @@ class short_past_128_addresses(_DropsLastByte):
     def crowded(self, link):  # type: ignore[no-untyped-def]
         return sum(len(e.tensor_addrs) for e in link.server.caches.values()
                    if e.is_registered) > COUNT_MUTANT_ADDRESSES
+
+
+# ---------------------------------------------------------------- push_blocks (spec/push_blocks.yaml)
+# Each overrides a hook of the reference's push_blocks path only (reference_impl/push_blocks.py): its own check
+# order, its block slices, its own checks; what push_cache shares with it is left alone.
+def _replace_blocks(a: Any, src: Any, dst: Any) -> Any:
+    return replace(a, src_blocks=src, dst_blocks=dst)
+
+
+@mutant("pairs source blocks with destination blocks by position: block src_blocks[i] lands in block i",
+        ("push_blocks.data.postcondition", "push_blocks.signature.returns_none"))
+class blocks_dst_by_position(CacheManager):
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        moved = _replace_blocks(a, a.src_blocks, list(range(len(a.src_blocks))))
+        return super()._block_slices(moved, link, local, remote, src_layer, dst_layer)
+
+
+@mutant("sorts both block lists before pairing them (block order lost)",
+        ("push_blocks.data.postcondition", "push_blocks.signature.returns_none"))
+class blocks_sorted(CacheManager):
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        moved = _replace_blocks(a, sorted(a.src_blocks), sorted(a.dst_blocks))
+        return super()._block_slices(moved, link, local, remote, src_layer, dst_layer)
+
+
+@mutant("moves only the first listed block", ("push_blocks.data.postcondition", "push_blocks.data.placements"))
+class blocks_first_only(CacheManager):
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        moved = _replace_blocks(a, list(a.src_blocks)[:1], list(a.dst_blocks)[:1])
+        return super()._block_slices(moved, link, local, remote, src_layer, dst_layer)
+
+
+@mutant("moves every layer whatever the layer ranges say",
+        ("push_blocks.restriction.layer_range.indexes_layers", "push_blocks.data.postcondition"))
+class blocks_all_layers(CacheManager):
+    def push_blocks(self, dst_cache_key, src_cache, src_blocks=(), dst_blocks=(),  # type: ignore[no-untyped-def]
+                    src_layer_range=None, dst_layer_range=None, tensor_num_per_layer=2):
+        if isinstance(src_layer_range, range) and src_layer_range == dst_layer_range and src_layer_range:
+            src_layer_range = dst_layer_range = None
+        return super().push_blocks(dst_cache_key, src_cache, src_blocks, dst_blocks, src_layer_range,
+                                   dst_layer_range, tensor_num_per_layer)
+
+
+@mutant("moves two tensors per layer whatever tensor_num_per_layer says",
+        ("push_blocks.restriction.tensor_num_per_layer.valid",))
+class blocks_fixed_two_tensors(CacheManager):
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        return super()._block_slices(replace(a, tensor_num_per_layer=2), link, local, remote, src_layer, dst_layer)
+
+
+@mutant("takes a CacheKeyByIdAndIndex or CacheKey as dst_cache_key too (and fails on it later)",
+        ("push_blocks.param.dst_cache_key.type",))
+class blocks_any_key_type(CacheManager):
+    def _check_blocks_key_type(self, a):  # type: ignore[no-untyped-def]
+        check_isinstance("dst_cache_key", a.dst_cache_key, [object], allow_none=False)
+
+
+@mutant("does not check src_cache's type", ("push_blocks.param.src_cache.type",))
+class blocks_src_type_unchecked(CacheManager):
+    push_blocks_check_order = _drop(CacheManager.push_blocks_check_order, "_check_blocks_src_type")
+
+
+@mutant("accepts equal-length, different layer ranges (and pushes layer src[i] into dst[i])",
+        ("push_blocks.restriction.ranges_equal.values",))
+class blocks_different_ranges(CacheManager):
+    push_blocks_check_order = _drop(CacheManager.push_blocks_check_order, "_check_range_values")
+
+
+@mutant("checks enable_remote_cache_accessible before the argument types, as the vendor does",
+        ("push_blocks.param.types_with_option_off",))
+class blocks_option_first(CacheManager):
+    push_blocks_check_order = ("_check_push_enabled",
+                               *_drop(CacheManager.push_blocks_check_order, "_check_push_enabled"))
+
+
+@mutant("pushes from a contiguous source as from a blocks cache", ("push_blocks.param.src_cache.blocks_required",),
+        breaks="should")
+class blocks_contiguous_source(CacheManager):
+    push_blocks_check_order = _drop(CacheManager.push_blocks_check_order, "_check_src_is_blocks")
+
+
+@mutant("does not check the destination blocks against the remote block count (refuses them otherwise)",
+        ("push_blocks.restriction.block_lists.vendor_remote_range",), breaks="should")
+class blocks_remote_range_unchecked(CacheManager):
+    def _check_dst_blocks_in_range(self, a, remote):  # type: ignore[no-untyped-def]
+        blocks = int(remote.shape[0])
+        if any(not 0 <= b < blocks for b in a.dst_blocks):
+            raise ValueError(f"dst block out of range [0, {blocks})")
+
+
+@mutant("returns without pushing when src_blocks is empty", ("push_blocks.restriction.block_lists.vendor_empty_src",),
+        breaks="should")
+class blocks_empty_source_accepted(CacheManager):
+    def _check_block_transfer(self, a, local):  # type: ignore[no-untyped-def]
+        if a.src_blocks:
+            super()._check_block_transfer(a, local)
+
+
+_BLOCKS_ORDER = CacheManager.push_blocks_check_order
+
+
+@mutant("declares dst_blocks before src_blocks (a positional call swaps the lists)",
+        ("push_blocks.signature.parameters", "push_blocks.signature.positional"))
+class blocks_lists_swapped(CacheManager):
+    def push_blocks(self, dst_cache_key, src_cache, dst_blocks=(), src_blocks=(),  # type: ignore[no-untyped-def]
+                    src_layer_range=None, dst_layer_range=None, tensor_num_per_layer=2):
+        return super().push_blocks(dst_cache_key, src_cache, src_blocks, dst_blocks, src_layer_range,
+                                   dst_layer_range, tensor_num_per_layer)
+
+
+@mutant("defaults both layer ranges to the first layer instead of all layers",
+        ("push_blocks.signature.defaults.layer_ranges", "push_blocks.signature.parameters"))
+class blocks_first_layer_by_default(CacheManager):
+    def push_blocks(self, dst_cache_key, src_cache, src_blocks=(), dst_blocks=(),  # type: ignore[no-untyped-def]
+                    src_layer_range=range(0, 1), dst_layer_range=range(0, 1),  # noqa: B008 - the defect
+                    tensor_num_per_layer=2):
+        return super().push_blocks(dst_cache_key, src_cache, src_blocks, dst_blocks, src_layer_range,
+                                   dst_layer_range, tensor_num_per_layer)
+
+
+@mutant("takes **kwargs and ignores unknown keywords", ("push_blocks.signature.no_var_kwargs",))
+class blocks_ignores_unknown_keywords(CacheManager):
+    def push_blocks(self, dst_cache_key, src_cache, src_blocks=(), dst_blocks=(),  # type: ignore[no-untyped-def]
+                    src_layer_range=None, dst_layer_range=None, tensor_num_per_layer=2, **_ignored):
+        return super().push_blocks(dst_cache_key, src_cache, src_blocks, dst_blocks, src_layer_range,
+                                   dst_layer_range, tensor_num_per_layer)
+
+
+@mutant("coerces each block index with int() instead of refusing a non-int",
+        ("push_blocks.param.src_blocks.type", "push_blocks.param.dst_blocks.type"))
+class blocks_coerced_to_int(CacheManager):
+    def _check_block_lists(self, a):  # type: ignore[no-untyped-def]
+        for name in ("src_blocks", "dst_blocks"):
+            items = getattr(a, name)
+            if isinstance(items, (list, tuple)) and all(isinstance(b, (int, float)) for b in items):
+                setattr(a, name, [int(b) for b in items])
+        super()._check_block_lists(a)
+
+
+@mutant("takes a list or tuple [start, stop] as a layer range", ("push_blocks.param.layer_range.type",))
+class blocks_list_as_range(CacheManager):
+    def push_blocks(self, dst_cache_key, src_cache, src_blocks=(), dst_blocks=(),  # type: ignore[no-untyped-def]
+                    src_layer_range=None, dst_layer_range=None, tensor_num_per_layer=2):
+        def as_range(r):  # type: ignore[no-untyped-def]
+            return range(*r) if isinstance(r, (list, tuple)) and all(isinstance(x, int) for x in r) else r
+        return super().push_blocks(dst_cache_key, src_cache, src_blocks, dst_blocks, as_range(src_layer_range),
+                                   as_range(dst_layer_range), tensor_num_per_layer)
+
+
+@mutant("truncates a float tensor_num_per_layer instead of refusing it", ("push_blocks.param.tensor_num_per_layer.type",))
+class blocks_tnpl_truncated(CacheManager):
+    def push_blocks(self, dst_cache_key, src_cache, src_blocks=(), dst_blocks=(),  # type: ignore[no-untyped-def]
+                    src_layer_range=None, dst_layer_range=None, tensor_num_per_layer=2):
+        if isinstance(tensor_num_per_layer, float):
+            tensor_num_per_layer = int(tensor_num_per_layer)
+        return super().push_blocks(dst_cache_key, src_cache, src_blocks, dst_blocks, src_layer_range,
+                                   dst_layer_range, tensor_num_per_layer)
+
+
+@mutant("does not check the layer ranges' type, step or bounds",
+        ("push_blocks.restriction.layer_range.step", "push_blocks.restriction.layer_range.bounds",
+         "push_blocks.param.layer_range.type"))
+class blocks_ranges_unchecked(CacheManager):
+    push_blocks_check_order = _drop(_drop(_BLOCKS_ORDER, "_check_src_layer_range"), "_check_dst_layer_range")
+
+
+@mutant("does not compare the two layer ranges' lengths (and fails on the mismatch with ValueError)",
+        ("push_blocks.restriction.ranges_equal.length",))
+class blocks_range_lengths_unchecked(CacheManager):
+    push_blocks_check_order = _drop(_drop(_BLOCKS_ORDER, "_check_range_lengths"), "_check_range_values")
+
+
+@mutant("compares the layer ranges before an unset one is given its default (all layers)",
+        ("push_blocks.restriction.ranges_equal.default_is_all_layers",))
+class blocks_ranges_compared_unset(CacheManager):
+    push_blocks_check_order = tuple(
+        step for s in _drop(_BLOCKS_ORDER, "_check_range_values")
+        for step in (("_check_range_values", s) if s == "_default_layer_ranges" else (s,)))
+
+
+@mutant("does not check that tensor_num_per_layer divides the tensor count",
+        ("push_blocks.restriction.tensor_num_per_layer.divisor",))
+class blocks_tnpl_not_divisor(CacheManager):
+    def _check_tensor_divisible(self, a, local):  # type: ignore[no-untyped-def]
+        return None
+
+
+@mutant("refuses a host source pushed into a device destination, blocks or not",
+        ("push_blocks.restriction.host_to_device.blocks_ok",))
+class blocks_refuses_host_to_device(CacheManager):
+    def _check_restrictions(self, a, local, remote):  # type: ignore[no-untyped-def]
+        raise_if_false(not (local.placement == Placement.HOST and remote.placement == Placement.DEVICE),
+                       "host to device is not supported")
+        super()._check_restrictions(a, local, remote)

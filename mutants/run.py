@@ -30,7 +30,7 @@ from conformance_tests.cli.exitcodes import USAGE_ERROR
 from conformance_tests.report.model import LABEL_KIND, VerdictKind
 from conformance_tests.report.parts import Report, TestRow
 from conformance_tests.report.schema import ReportError, from_json
-from conformance_tests.spec import Level, Spec, load_spec
+from conformance_tests.spec import Level, Spec, load_spec, operation_spec_path, specified_operations
 from mutants import reach
 from mutants.catalog import MUTANTS, Mutant
 from mutants.children import STOP_SIGNALS, Children, Stopped, raise_stopped, watch_parent
@@ -92,9 +92,20 @@ def catalog_problems(mutants: list[Mutant], levels: dict[str, str], keys: set[st
     return problems
 
 
+def family_specs() -> list[Spec]:
+    """The spec of every operation of the family that has one (a mutant is certified against its targets')."""
+    return [load_spec(operation_spec_path(api)) for api in specified_operations()]
+
+
+def spec_of(mutant: Mutant, specs: list[Spec]) -> Spec:
+    """The operation spec holding the mutant's first target (catalog_problems checks it holds them all)."""
+    return next((s for s in specs if any(c.id == mutant.targets[0] for c in s.clauses)), specs[0])
+
+
 def certify(mutant: Mutant, out_dir: Path, extra: list[str], children: Children) -> Result:
     report_dir = out_dir / mutant.name
-    argv = [sys.executable, "-m", "conformance_tests", "certify", "--isolation", "off",
+    spec = spec_of(mutant, family_specs())
+    argv = [sys.executable, "-m", "conformance_tests", "certify", "--isolation", "off", "--operation", spec.api,
             "--backend", f"mutants.catalog:{mutant.name}",
             "--report-dir", str(report_dir), "-q", "--no-header", "-p", "no:warnings", *extra]
     if mutant.focus:
@@ -115,7 +126,6 @@ def certify(mutant: Mutant, out_dir: Path, extra: list[str], children: Children)
         result.status = "error"
         result.detail = str(exc)
         return result
-    spec = load_spec()
     judge(mutant, report, result, {c.id: c.procedure.name for c in spec.clauses}, spec)
     return result
 
@@ -228,8 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: unknown mutant(s) {sorted(unknown)}; known: {[m.name for m in MUTANTS]}", file=sys.stderr)
         return USAGE_ERROR
-    spec = load_spec()
-    problems = catalog_problems(chosen, {c.id: c.level for c in spec.clauses}, reach.spec_keys(spec))
+    specs = family_specs()
+    problems = catalog_problems(chosen, {c.id: c.level for s in specs for c in s.clauses},
+                                set().union(*(reach.spec_keys(s) for s in specs)))
+    problems += [f"{m.name}: its targets are clauses of more than one operation" for m in chosen
+                 if len({spec_of(replace(m, targets=(t,)), specs).api for t in m.targets}) > 1]
     if problems:
         print("error: bad mutant catalog: " + "; ".join(problems), file=sys.stderr)
         return USAGE_ERROR
