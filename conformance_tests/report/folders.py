@@ -58,7 +58,8 @@ def default_folder(base: Path, name: str, partial: bool, release: str | None = N
     """``base/<safe name>`` for a full run, ``base/<safe name>.partial`` for a partial one; a release other than
     the spec's newest is part of the name (``<safe name>@<release>``)."""
     base = Path(base)
-    stem = safe_name(name) + (f"@{safe_name(release)}" if release else "")
+    # the tag's parts (an operation, a release: running/finish.py folder_release) each made safe
+    stem = safe_name(name) + "".join(f"@{safe_name(part)}" for part in (release or "").split("@") if part)
     folder = base / (stem + (PARTIAL_SUFFIX if partial else ""))
     if folder.resolve().parent != base.resolve():  # cannot happen with safe_name; checked all the same
         raise ValueError(f"report folder {folder} is not inside {base}")

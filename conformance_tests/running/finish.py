@@ -24,6 +24,7 @@ from ..report.model import CERTIFIED_WITH_WAIVERS, NOT_CERTIFIED, PARTIAL, Verdi
 from ..selecting.selection import WHY_DESELECTED, WHY_NOT_RUN, selection_problems
 from ..selecting.shards import shard_reason
 from ..spec.levels import BLOCKING_LEVELS
+from ..spec.paths import DEFAULT_OPERATION
 from .profiles import CERTIFY_EXAMPLES
 from .reproducible import layouts_sha256, run_versions
 from .rows import plain, printable
@@ -49,9 +50,11 @@ def backend_display_name(backend: Any) -> str:
 
 
 def folder_release(spec: Spec, release: str) -> str | None:
-    """The release a report folder names: none for the spec's newest release, else the release (so that a run of
-    an older release never writes over the newest one's report)."""
-    return None if release == spec.releases[-1] else release
+    """What a report folder's name adds after ``@``: the operation unless it is the default one (push_cache), and
+    the release unless it is the spec's newest, so that a run of another operation or an older release never
+    writes over the default run's report (``reports/reference@push_blocks/``)."""
+    parts = ([spec.api] if spec.api != DEFAULT_OPERATION else []) + ([release] if release != spec.releases[-1] else [])
+    return "@".join(parts) or None
 
 
 def full_folder(config: pytest.Config, backend: Any, release: str | None = None) -> Path:

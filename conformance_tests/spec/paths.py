@@ -10,7 +10,9 @@ import pathlib
 from typing import Any
 
 SPEC_PACKAGE = "push_cache_spec"
-SPEC_FILE = "push_cache.yaml"
+#: the operation a run certifies unless told another (--operation): the kit began as push_cache's
+DEFAULT_OPERATION = "push_cache"
+SPEC_FILE = f"{DEFAULT_OPERATION}.yaml"
 SCHEMA_FILE = "spec.schema.json"
 
 

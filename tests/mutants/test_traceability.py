@@ -9,14 +9,25 @@ import pytest
 import yaml
 
 from conformance_tests.running.phases import traceability_problem
-from conformance_tests.spec import load_spec
+from conformance_tests.spec import load_spec, operation_spec_path, specified_operations
 from mutants.catalog import MUTANTS, Mutant
 from mutants.run import catalog_problems
 from tests.helpers import ROOT
 
-# must clauses that no must mutant targets, with the reason (a family glob used to hide these); empty: every
-# must clause has a mutant, and a new must clause needs one (or an entry here saying why not yet)
-UNMUTATED: dict[str, str] = {}
+# must clauses that no must mutant targets, with the reason (a family glob used to hide these): every other
+# must clause of every operation has a mutant, and a new must clause needs one (or an entry here saying why not yet)
+_SHARED = ("push_blocks' first mutants break its own path; this rule takes the path push_cache shares (its "
+           "mutants break it there), and a push_blocks mutant of it is still to write (issue 30)")
+UNMUTATED: dict[str, str] = {cid: _SHARED for cid in (
+    "push_blocks.param.tensor_num_per_layer.domain", "push_blocks.param.src_cache.not_local",
+    "push_blocks.restriction.layer_range.past_end", "push_blocks.restriction.tensor_num_per_layer.range",
+    "push_blocks.remote.not_linked", "push_blocks.remote.unlinked_after_link", "push_blocks.remote.unknown_cache",
+    "push_blocks.remote.link_after_refusal", "push_blocks.timeout.exceeded", "push_blocks.timeout.within_budget",
+    "push_blocks.timeout.dropped_link", "push_blocks.timeout.dead_peer")}
+
+
+def _family_clauses() -> list:
+    return [c for api in specified_operations() for c in load_spec(operation_spec_path(api)).clauses]
 
 
 def _collect(*args: str) -> str:
@@ -84,10 +95,10 @@ def test_a_test_without_a_clause_marker_fails_the_run(tmp_path):
 
 
 def _levels() -> dict[str, str]:
-    return {c.id: c.level for c in load_spec().clauses}
+    return {c.id: c.level for c in _family_clauses()}
 
 
-@pytest.mark.parametrize("clause", [c for c in load_spec().clauses if c.level == "must"], ids=lambda c: c.id)
+@pytest.mark.parametrize("clause", [c for c in _family_clauses() if c.level == "must"], ids=lambda c: c.id)
 def test_every_must_clause_has_a_mutant(clause):
     """Counted by exact ID over must mutants only: a should mutant or a glob proves nothing about a must clause."""
     levels = _levels()
