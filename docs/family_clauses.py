@@ -18,7 +18,7 @@ from pathlib import Path
 
 from conformance_tests.spec import load_spec
 from conformance_tests.spec.inventory import Inventory, InventoryRule, load_inventory
-from conformance_tests.spec.levels import LEVELS
+from conformance_tests.spec.levels import LEVELS, Level
 
 ROOT = Path(__file__).resolve().parents[1]
 INVENTORY = ROOT / "spec" / "family_inventory.yaml"
@@ -61,7 +61,7 @@ def _counts(inventory: Inventory) -> list[str]:
         page = Counter(r.level for r in rules if r.sentence is not None)
         facts = Counter(r.level for r in rules if r.sentence is None)
         rows.append(
-            [f"`{op}`", *(str(page[level] + facts[level]) for level in LEVELS), str(sum(page.values())),
+            [f"`{op}`", *(str(page[level] + facts[level]) for level in Level), str(sum(page.values())),
              str(sum(facts.values())), str(len(rules))]
         )
     return _table(["operation", *LEVELS, "from the page", "from the fact sheets", "total"], rows)
