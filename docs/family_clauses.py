@@ -13,24 +13,21 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from conformance_tests.spec import load_spec
+from conformance_tests.spec.inventory import Inventory, InventoryRule, load_inventory
+from conformance_tests.spec.levels import LEVELS, Level
 
 ROOT = Path(__file__).resolve().parents[1]
 INVENTORY = ROOT / "spec" / "family_inventory.yaml"
 DOC = ROOT / "docs" / "family-clauses.md"
-LEVELS = ("must", "should", "may")
 
 
-def load(path: Path = INVENTORY) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as f:
-        data: dict[str, Any] = yaml.safe_load(f)
-    return data
+def load(path: Path = INVENTORY) -> Inventory:
+    """The repository's inventory, read (and validated) by the kit's one reader of it."""
+    return load_inventory(path)
 
 
 def push_cache_doc_clauses() -> list[str]:
@@ -38,11 +35,11 @@ def push_cache_doc_clauses() -> list[str]:
     return [c.id for c in load_spec().clauses if c.source.kind == "doc"]
 
 
-def _cell(value: object) -> str:
-    if value is None:
+def _cell(value: str | tuple[str, ...] | None) -> str:
+    if value is None or value == ():
         return "—"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
+    if isinstance(value, tuple):
+        return ", ".join(value)
     # a sentence may quote a table row, whose separators would split the cell
     return str(value).replace("|", "\\|")
 
@@ -57,43 +54,35 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     return out
 
 
-def _by_operation(data: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    grouped: dict[str, list[dict[str, Any]]] = {op: [] for op in data["operations"]}
-    for entry in data["entries"]:
-        grouped[entry["operation"]].append(entry)
-    return grouped
-
-
-def _counts(grouped: Mapping[str, list[dict[str, Any]]]) -> list[str]:
+def _counts(inventory: Inventory) -> list[str]:
     rows = []
-    for op, entries in grouped.items():
-        page = Counter(e["level"] for e in entries if e["sentence"] is not None)
-        facts = Counter(e["level"] for e in entries if e["sentence"] is None)
+    for op in inventory.operations:
+        rules = inventory.of(op)
+        page = Counter(r.level for r in rules if r.sentence is not None)
+        facts = Counter(r.level for r in rules if r.sentence is None)
         rows.append(
-            [f"`{op}`", *(str(page[level] + facts[level]) for level in LEVELS), str(sum(page.values())),
-             str(sum(facts.values())), str(len(entries))]
+            [f"`{op}`", *(str(page[level] + facts[level]) for level in Level), str(sum(page.values())),
+             str(sum(facts.values())), str(len(rules))]
         )
     return _table(["operation", *LEVELS, "from the page", "from the fact sheets", "total"], rows)
 
 
-def _entries_table(entries: Sequence[dict[str, Any]]) -> list[str]:
+def _entries_table(rules: Sequence[InventoryRule]) -> list[str]:
     rows = []
-    for e in entries:
-        sentence = _cell(e["sentence"]) if e["sentence"] is not None else f"(fact sheets: {_cell(e['facts'])})"
-        outcome = _cell(e.get("raises"))
-        if e.get("status"):
-            outcome += f" ({e['status']})"
-        rows.append(
-            [f"`{e['id']}`", e["level"], outcome, sentence, _cell(e["says"]), _code(e["refines"]),
-             _cell(e["deviation"])]
-        )
+    for r in rules:
+        sentence = _cell(r.sentence) if r.sentence is not None else f"(fact sheets: {_cell(r.facts)})"
+        outcome = _cell(r.raises)
+        if r.status:
+            outcome += f" ({r.status})"
+        rows.append([f"`{r.id}`", r.level.value, outcome, sentence, _cell(r.says), _code(r.refines),
+                     _cell(r.deviation)])
     return _table(["clause", "level", "raises", "sentence", "says", "refines", "the vendor departs"], rows)
 
 
-def _refined_and_own(op: str, entries: Sequence[dict[str, Any]], documented: Sequence[str]) -> list[str]:
-    refined = sorted({e["refines"] for e in entries if e["refines"] is not None})
-    own = [e["id"] for e in entries if e["refines"] is None]
-    stated = {e["refines"] for e in entries if e["refines"] is not None and e["sentence"] is not None}
+def _refined_and_own(op: str, rules: Sequence[InventoryRule], documented: Sequence[str]) -> list[str]:
+    refined = sorted({r.refines for r in rules if r.refines is not None})
+    own = [r.id for r in rules if r.refines is None]
+    stated = {r.refines for r in rules if r.refines is not None and r.sentence is not None}
     silent = [cid for cid in documented if cid not in stated]
     return [
         f"push_cache clauses `{op}` refines ({len(refined)}): " + ", ".join(f"`{c}`" for c in refined) + ".",
@@ -105,10 +94,9 @@ def _refined_and_own(op: str, entries: Sequence[dict[str, Any]], documented: Seq
     ]
 
 
-def render(data: Mapping[str, Any] | None = None, documented: Sequence[str] | None = None) -> str:
-    data = load() if data is None else data
+def render(inventory: Inventory | None = None, documented: Sequence[str] | None = None) -> str:
+    inventory = load() if inventory is None else inventory
     documented = push_cache_doc_clauses() if documented is None else documented
-    grouped = _by_operation(data)
     lines = [
         "# The transfer family's clauses, by operation",
         "",
@@ -121,12 +109,13 @@ def render(data: Mapping[str, Any] | None = None, documented: Sequence[str] | No
         "",
         "## Counts",
         "",
-        *_counts(grouped),
+        *_counts(inventory),
     ]
-    for op, entries in grouped.items():
-        lines += ["", f"## {op}", "", f"Page: `spec/documentation/{data['operations'][op]['page']}`.", ""]
-        lines += _refined_and_own(op, entries, documented)
-        lines += ["", *_entries_table(entries)]
+    for op in inventory.operations:
+        rules = inventory.of(op)
+        lines += ["", f"## {op}", "", f"Page: `spec/documentation/{inventory.pages[op]}`.", ""]
+        lines += _refined_and_own(op, rules, documented)
+        lines += ["", *_entries_table(rules)]
     return "\n".join(lines) + "\n"
 
 

@@ -77,8 +77,9 @@ class PullSteps(RemoteResolution, TransferTiming):
 
     def _resolve_pull_source(self, a: PullArgs, link: Link) -> CacheEntry:
         """The remote source: a CacheKey is looked up live by its key (a pull by key needs no remote-accessible
-        table); a cache id or a BlocksCacheKey through the synced table, as a push's destination."""
-        if isinstance(a.cache_key, CacheKey):
+        table); a cache id or a BlocksCacheKey through the synced table, as a push's destination (the key's
+        kind says which: ``live_only``)."""
+        if a.key_kind.live_only:
             remote = a.find_live(link.server)
             if remote is None:
                 raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST, f"{a.target} does not exist")

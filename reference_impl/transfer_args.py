@@ -2,7 +2,8 @@
 (local, remote) pair.
 
 Each record names its operation (``operation``) and the key its native errors report (``error_key``), so the
-shared steps word their messages per operation without knowing which one runs.
+shared steps word their messages per operation without knowing which one runs; what its key names on the remote
+(``target``, ``find_live``, ``find_synced``, ``selector``) is the key's kind in ``key_kinds``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from .cache_keys import BlocksCacheKey, CacheKey
+from .key_kinds import BY_BLOCKS, BY_ID, KeyKind, kind_of
 
 if TYPE_CHECKING:
     from .engine import CacheEntry, NodeEngine, RemoteTable
@@ -53,9 +54,11 @@ class PushPlan:
 
 
 class _PushedFrom:
-    """What the two pushes share: the local source ``src_cache``, the remote key ``dst_cache_key``."""
+    """What the two pushes share: the local source ``src_cache``, the remote key ``dst_cache_key`` of the one key
+    type the push takes (``key_kind``), which names the destination."""
 
     __slots__ = ()
+    key_kind: ClassVar[KeyKind]
     dst_cache_key: Any
     src_cache: Any
 
@@ -73,12 +76,32 @@ class _PushedFrom:
         """The cluster on the other end of the transfer (the one the key names)."""
         return int(self.dst_cache_key.cluster_id)
 
+    @property
+    def target(self) -> str:
+        """The remote cache as native messages name it."""
+        return self.key_kind.describe(self.dst_cache_key)
+
+    def find_live(self, server: NodeEngine) -> CacheEntry | None:
+        """The remote cache the key names, in the server's live table."""
+        found = self.key_kind.find_live(server, self.dst_cache_key)
+        return None if found is None else found[0]
+
+    def find_synced(self, table: RemoteTable, server: NodeEngine) -> CacheEntry | None:
+        """The remote cache the key names, in the table the link synced."""
+        found = self.key_kind.find_synced(table, server, self.dst_cache_key)
+        return None if found is None else found[0]
+
+    def selector(self) -> list[Any]:
+        """What names the remote cache, as data (the multi-process reference's "open" request)."""
+        return self.key_kind.selector_of(self.dst_cache_key)
+
 
 @dataclass(slots=True)
 class PushArgs(_PushedFrom):
     """The arguments of one push_cache call; the default-range step fills in the ranges."""
 
     operation: ClassVar[str] = "push_cache"
+    key_kind: ClassVar[KeyKind] = BY_ID
 
     dst_cache_key: Any
     src_cache: Any
@@ -92,31 +115,6 @@ class PushArgs(_PushedFrom):
     #: seconds of transfer this push has waited so far (``_await_transfer``)
     spent: float = 0.0
 
-    @property
-    def remote_cache_id(self) -> int:
-        return int(self.dst_cache_key.cache_id)
-
-    @property
-    def target(self) -> str:
-        """The remote cache as native messages name it."""
-        return f"cache_id: {self.dst_cache_key.cache_id}"
-
-    def find_live(self, server: NodeEngine) -> CacheEntry | None:
-        """The remote cache the key names, in the server's live table."""
-        return _by_id_live(server, self.remote_cache_id)
-
-    def find_synced(self, table: RemoteTable, server: NodeEngine) -> CacheEntry | None:
-        """The remote cache the key names, in the table the link synced."""
-        return table.find(self.remote_cache_id)
-
-    def selector(self) -> list[Any]:
-        """What names the remote cache, as data (the multi-process reference's "open" request)."""
-        return ["id", self.remote_cache_id]
-
-
-def _by_id_live(server: NodeEngine, cache_id: int) -> CacheEntry | None:
-    """A cache_id <= 0 falls back to the key (req_id 0, model_id 0) (facts §1.3 N8)."""
-    return server.lookup(cache_id) if cache_id > 0 else server.lookup_by_key(0, 0)
 
 
 @dataclass(slots=True)
@@ -125,6 +123,7 @@ class BlocksPushArgs(_PushedFrom):
     model_id; blocks ``src_blocks[i]`` of the local blocks cache go to ``dst_blocks[i]`` of the remote one."""
 
     operation: ClassVar[str] = "push_blocks"
+    key_kind: ClassVar[KeyKind] = BY_BLOCKS
 
     dst_cache_key: Any
     src_cache: Any
@@ -134,19 +133,6 @@ class BlocksPushArgs(_PushedFrom):
     dst_layer_range: Any
     tensor_num_per_layer: Any
     spent: float = 0.0
-
-    @property
-    def target(self) -> str:
-        return f"blocks cache of model_id: {self.dst_cache_key.model_id}"
-
-    def find_live(self, server: NodeEngine) -> CacheEntry | None:
-        return server.lookup_blocks(self.dst_cache_key.model_id)
-
-    def find_synced(self, table: RemoteTable, server: NodeEngine) -> CacheEntry | None:
-        return table.find_blocks(self.dst_cache_key.model_id)
-
-    def selector(self) -> list[Any]:
-        return ["blocks", int(self.dst_cache_key.model_id)]
 
 
 @dataclass(slots=True)
@@ -183,51 +169,45 @@ class PullArgs:
         return int(self.cache_key.cluster_id)
 
     @property
+    def key_kind(self) -> KeyKind:
+        return kind_of(self.cache_key)
+
+    @property
     def target(self) -> str:
-        key = self.cache_key
-        if isinstance(key, BlocksCacheKey):
-            return f"blocks cache of model_id: {key.model_id}"
-        if isinstance(key, CacheKey):
-            return f"cache of key (req_id: {key.req_id}, model_id: {key.model_id}, prefix_id: {key.prefix_id})"
-        return f"cache_id: {key.cache_id}"
+        return self.key_kind.describe(self.cache_key)
 
     def find_live(self, server: NodeEngine) -> CacheEntry | None:
-        key = self.cache_key
-        if isinstance(key, BlocksCacheKey):
-            return server.lookup_blocks(key.model_id)
-        if isinstance(key, CacheKey):
-            bound = server.lookup_cache_key((key.req_id, key.model_id, key.prefix_id))
-            if bound is None:
-                return None
-            entry, self.src_batch = bound
-            return entry
-        self.src_batch = key.batch_index
-        return _by_id_live(server, key.cache_id)
+        kind = self.key_kind
+        self._take_own_batch(kind)
+        return self._take(kind.find_live(server, self.cache_key))
 
     def find_synced(self, table: RemoteTable, server: NodeEngine) -> CacheEntry | None:
         """The vendor's stale table; a CacheKey is looked up live (the table keeps no prefix ids or batches)."""
-        key = self.cache_key
-        if isinstance(key, BlocksCacheKey):
-            return table.find_blocks(key.model_id)
-        if isinstance(key, CacheKey):
-            return self.find_live(server)
-        self.src_batch = key.batch_index
-        return table.find(key.cache_id)
+        kind = self.key_kind
+        self._take_own_batch(kind)
+        return self._take(kind.find_synced(table, server, self.cache_key))
 
     def selector(self) -> list[Any]:
         """What names the remote source, as data: a CacheKey by its three ids (looked up live, its batch from the
         binding), a BlocksCacheKey by model_id, a CacheKeyByIdAndIndex by cache_id."""
-        key = self.cache_key
-        if isinstance(key, BlocksCacheKey):
-            return ["blocks", int(key.model_id)]
-        if isinstance(key, CacheKey):
-            return ["key", int(key.req_id), int(key.model_id), int(key.prefix_id)]
-        return ["id", int(key.cache_id)]
+        return self.key_kind.selector_of(self.cache_key)
 
     def found_at(self, batch: int | None) -> None:
         """The remote answered the lookup: the source batch is the binding's (a CacheKey) or the key's index."""
-        key = self.cache_key
         if batch is not None:
             self.src_batch = batch
-        elif not isinstance(key, (BlocksCacheKey, CacheKey)):
-            self.src_batch = key.batch_index
+        else:
+            self._take_own_batch(self.key_kind)
+
+    def _take_own_batch(self, kind: KeyKind) -> None:
+        own = kind.own_batch(self.cache_key)
+        if own is not None:
+            self.src_batch = own
+
+    def _take(self, found: tuple[CacheEntry, int | None] | None) -> CacheEntry | None:
+        if found is None:
+            return None
+        entry, batch = found
+        if batch is not None:
+            self.src_batch = batch
+        return entry

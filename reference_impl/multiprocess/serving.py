@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..key_kinds import SELECTOR_KINDS, Found, KeyKind
 from ..llm_datadist import LLMDataDist
 from .control import PinTable, ServerConn
 from .transport import NixlTransport
@@ -17,17 +18,14 @@ IDLE_POLL_S = 0.05
 LINK_PROGRESS_S = 0.1
 
 
-#: the selector kinds of "open" and how many ids each carries
-_SELECTOR_IDS = {"id": 1, "blocks": 1, "key": 3}
-
-
-def _selector(selector: Any) -> tuple[str, list[int]]:
-    """(kind, ids) of an "open" request's selector (it came over the wire: checked, not trusted)."""
-    sel = ["id", selector] if isinstance(selector, int) else selector
-    if (not isinstance(sel, (list, tuple)) or not sel or sel[0] not in _SELECTOR_IDS
-            or len(sel) != 1 + _SELECTOR_IDS[sel[0]] or not all(type(i) is int for i in sel[1:])):
+def _selector(selector: Any) -> tuple[KeyKind, list[int]]:
+    """(kind, ids) of an "open" request's selector (it came over the wire: checked, not trusted); the kinds and
+    how many ids each carries are the key kinds' (``reference_impl.key_kinds``)."""
+    sel: Any = ["id", selector] if isinstance(selector, int) else selector
+    kind = SELECTOR_KINDS.get(sel[0]) if isinstance(sel, (list, tuple)) and sel else None
+    if kind is None or len(sel) != 1 + len(kind.names) or not all(type(i) is int for i in sel[1:]):
         raise ValueError(f"not a cache selector: {selector!r}")
-    return str(sel[0]), [int(i) for i in sel[1:]]
+    return kind, [int(i) for i in sel[1:]]
 
 
 class ControlServing:
@@ -68,13 +66,13 @@ class ControlServing:
         stale = bool(getattr(datadist._cache_manager, "stale_remote_table", False))
         batch: int | None = None
         with self.pins.lock:
-            if kind == "key":
+            if kind.live_only:
                 # a pull by CacheKey: the live key table, no synced table and no remote-accessible check
                 # (reference_impl.pull_transfer._resolve_pull_source); the pin keeps the source from being freed
-                bound = engine.lookup_cache_key((ids[0], ids[1], ids[2]))
-                if bound is None or not bound[0].alive or self.pins.dying(bound[0].cache_id):
+                found = self._live(kind, engine, ids)
+                if found is None:
                     return None
-                entry, batch = bound
+                entry, batch = found
                 pin = self.pins.add(entry.cache_id, sc, timeout_s).pin_id
             else:
                 if sc.table is None or sc.table.version == 0:  # version 0: nothing published yet, sync again
@@ -82,24 +80,29 @@ class ControlServing:
                 if stale:
                     # vendor mode: the table synced at the link's first transfer, and nothing else (facts §1.3
                     # N8): a cache deallocated since is still found, and its old memory used; no pin protects it
-                    found = sc.table.find_blocks(ids[0]) if kind == "blocks" else sc.table.find(ids[0])
+                    found = kind.synced(sc.table, engine, ids)
                     if found is None:
                         return None
-                    entry, pin = found, 0
+                    entry, pin = found[0], 0
                 else:
                     # the reference's remote lookup: live, and visible only if the synced table holds it
-                    live = engine.lookup_blocks(ids[0]) if kind == "blocks" else (
-                        engine.lookup(ids[0]) if ids[0] > 0 else engine.lookup_by_key(0, 0))
-                    if (live is None or not live.alive or self.pins.dying(live.cache_id)
-                            or live.cache_id not in sc.table.entries):
+                    found = self._live(kind, engine, ids)
+                    if found is None or found[0].cache_id not in sc.table.entries:
                         return None
-                    entry = live
+                    entry = found[0]
                     pin = self.pins.add(entry.cache_id, sc, timeout_s).pin_id if entry.remote_accessible else 0
             info = self._layout(engine, entry)
             info.update(pin=pin, batch=batch)
         if known_generation != self.transport.generation:
             info["metadata"], info["generation"] = self.transport.metadata()
         return info
+
+    def _live(self, kind: KeyKind, engine: Any, ids: list[int]) -> Found | None:
+        """What the selector names in the live tables, if it is alive and not being freed (so it can be pinned)."""
+        found = kind.live(engine, ids)
+        if found is None or not found[0].alive or self.pins.dying(found[0].cache_id):
+            return None
+        return found
 
     @staticmethod
     def _layout(engine: Any, entry: Any) -> dict[str, Any]:

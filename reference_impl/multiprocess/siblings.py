@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..cache_keys import CacheKey
 from ..cache_manager import CacheManager
 from ..status import LLMStatusCode
 from ..transfer_args import NUM_TENSORS_PER_LAYER, Span
@@ -127,8 +126,9 @@ class SiblingTransfers(CacheManager):
 
     # ---- pulls: the source over the link, the READ ----------------------------------------------------------
     def _resolve_pull_source(self, a: Any, link: Any) -> Any:
-        """By CacheKey: the remote's live key table, no remote-accessible check; else as a push's destination."""
-        if isinstance(a.cache_key, CacheKey):
+        """By CacheKey (the key kinds' ``live_only``): the remote's live key table, no remote-accessible check;
+        else as a push's destination."""
+        if a.key_kind.live_only:
             s = self._session()
             if s.remote is None:
                 s.remote = self._open_remote(a, link, accessible=False)

@@ -38,7 +38,8 @@ def _env(make: Callable[..., Any]) -> SimpleNamespace:
     api = a.api
     contiguous = api.CacheDesc(4, [3, 16], api.DataType.DT_FLOAT16, api.Placement.DEVICE)
     blocks = api.CacheDesc(4, [5, 8], api.DataType.DT_FLOAT16, api.Placement.DEVICE)
-    ns = SimpleNamespace(api=api, cm=a.cache_manager, remote_cm=b.cache_manager, caches=[])
+    ns = SimpleNamespace(api=api, cm=a.cache_manager, remote=b, remote_cm=b.cache_manager, contiguous=contiguous,
+                         caches=[])
     for seed, (node, cid) in enumerate(((a, 1), (b, 2))):
         cm = node.cache_manager
         keys = [api.CacheKey(2, REQ + 10, MODEL), api.CacheKey(2, REQ, MODEL)] if cid == 2 else []
@@ -60,6 +61,15 @@ def _blocks_key(ns: SimpleNamespace, cluster: int = 2, model: int = MODEL) -> An
     return ns.api.BlocksCacheKey(cluster, model)
 
 
+def _bound_after_the_sync(ns: SimpleNamespace) -> None:
+    """A remote cache bound to a CacheKey after the link's table was synced, pulled by that key: a CacheKey names
+    its source in the live key table (by id it would not be visible)."""
+    late = ns.remote_cm.allocate_cache(ns.contiguous, [ns.api.CacheKey(2, REQ + 20, MODEL)])
+    fill_random(ns.remote, late, seed=30)
+    ns.caches.append((ns.remote, late))
+    ns.cm.pull_blocks(ns.api.CacheKey(2, REQ + 20, MODEL), ns.k1, [], [0])
+
+
 #: the sequence: successes first (each changes bytes the next ones read), then the refusals, the freed source last
 STEPS: list[Step] = [
     ("push_blocks B2B", lambda ns: ns.cm.push_blocks(_blocks_key(ns), ns.k1, [0, 3], [4, 1]), "ok"),
@@ -74,6 +84,7 @@ STEPS: list[Step] = [
     ("pull_blocks C2B by id", lambda ns: ns.cm.pull_blocks(_by_id(ns, ns.c2, 2), ns.k1, [], [3, 1]), "ok"),
     ("pull_blocks C2B by CacheKey", lambda ns: ns.cm.pull_blocks(ns.api.CacheKey(2, REQ, MODEL), ns.k1, [], [4]),
      "ok"),
+    ("pull_blocks by a CacheKey bound after the sync", _bound_after_the_sync, "ok"),
     ("push_blocks None key", lambda ns: ns.cm.push_blocks(None, ns.k1, [0], [0]), "TypeError", "AttributeError"),
     ("push_blocks tnpl over the tensors", lambda ns: ns.cm.push_blocks(_blocks_key(ns), ns.k1, [0], [0],
                                                                       tensor_num_per_layer=8),

@@ -346,6 +346,20 @@ def test_pull_blocks_cache_to_blocks(env: SimpleNamespace) -> None:
     assert {(c, t) for c, t, *_ in changed(before, after)} <= {(1, 0), (1, 1)}
 
 
+def test_a_pull_by_cache_key_looks_its_source_up_live(env: SimpleNamespace) -> None:
+    """A CacheKey names its source in the remote's live key table, not in the table the link synced at its first
+    transfer: a cache bound after that sync is pulled by its CacheKey, while by id it stays invisible (facts
+    §1.3: the peer's cache operations after the first pull are not visible)."""
+    env.cm.pull_blocks(CacheKeyByIdAndIndex(2, env.contiguous2.cache_id), env.blocks1, [], [0])  # syncs the table
+    late = env.b.cache_manager.allocate_cache(CONTIGUOUS, [CacheKey(2, 9)])
+    written = fill_random(env.b, late, seed=4)
+    env.cm.pull_blocks(CacheKey(2, 9), env.blocks1, [], [2])
+    got = snapshot(env.a, env.blocks1)
+    assert all(np.array_equal(got[t][32:48], written[t][0:16]) for t in range(4))
+    by_id = raises(lambda: env.cm.pull_blocks(CacheKeyByIdAndIndex(2, late.cache_id), env.blocks1, [], [2]))
+    assert kind(by_id) == (LLMException, S.LLM_KV_CACHE_NOT_EXIST), f"by id, after the sync -> {by_id!r}"
+
+
 def test_pull_blocks_checks_in_order(env: SimpleNamespace) -> None:
     bkey, ikey, dst = BlocksCacheKey(2, MODEL), CacheKeyByIdAndIndex(2, env.contiguous2.cache_id), env.blocks1
 
