@@ -1382,3 +1382,93 @@ class blocks_refuses_host_to_device(CacheManager):
         raise_if_false(not (local.placement == Placement.HOST and remote.placement == Placement.DEVICE),
                        "host to device is not supported")
         super()._check_restrictions(a, local, remote)
+
+
+# push_blocks over the path it shares with push_cache: the same defects as push_cache's mutants above (their
+# hooks serve both operations), each certified against push_blocks' spec, so its clauses must catch them too
+def _shared(backend: ReferenceBackend) -> type[CacheManager]:
+    return backend.cache_manager_cls
+
+
+@mutant("never times out (push_blocks): a slow transfer waits as long as it takes",
+        ("push_blocks.timeout.exceeded", "push_blocks.timeout.dropped_link"))
+class blocks_never_times_out(_shared(never_times_out)):  # type: ignore[misc]
+    pass
+
+
+@mutant("takes a negative tensor_num_per_layer as its absolute value (push_blocks)",
+        ("push_blocks.param.tensor_num_per_layer.domain",))
+class blocks_abs_tnpl(_shared(abs_tnpl)):  # type: ignore[misc]
+    pass
+
+
+@mutant("links to an unlinked cluster on demand (push_blocks)",
+        ("push_blocks.remote.not_linked", "push_blocks.remote.unlinked_after_link"))
+class blocks_links_on_demand(_shared(links_on_demand)):  # type: ignore[misc]
+    pass
+
+
+@mutant("falls back to the remote node's first blocks cache when no cache has the key's model_id",
+        ("push_blocks.remote.unknown_cache",))
+class blocks_unknown_model_fallback(CacheManager):
+    def _lookup_remote_cache(self, a, server):  # type: ignore[no-untyped-def]
+        found = super()._lookup_remote_cache(a, server)
+        return found if found is not None else next(
+            (e for e in server.caches.values() if e.is_blocks), None)
+
+
+@mutant("does not check the source layer against the local cache's layers (push_blocks)",
+        ("push_blocks.restriction.layer_range.past_end",))
+class blocks_lax_src_range_past_end(_shared(lax_src_range_past_end)):  # type: ignore[misc]
+    pass
+
+
+@mutant("finds src_cache by its id alone, so another node's cache object names a local cache (push_blocks)",
+        ("push_blocks.param.src_cache.not_local",))
+class blocks_foreign_cache_by_id(_shared(foreign_cache_by_id)):  # type: ignore[misc]
+    pass
+
+
+@mutant("reads sync_kv_timeout as seconds where it is milliseconds, then as milliseconds (push_blocks)",
+        ("push_blocks.timeout.within_budget",))
+class blocks_timeout_converted_twice(_shared(timeout_converted_twice)):  # type: ignore[misc]
+    pass
+
+
+@mutant("pushes into a dead peer's memory over its stale link (push_blocks)", ("push_blocks.timeout.dead_peer",))
+class blocks_pushes_to_dead_peer(_shared(pushes_to_dead_peer)):  # type: ignore[misc]
+    pass
+
+
+@mutant("blames the link for a refused push_blocks and fails every later push over it",
+        ("push_blocks.remote.link_after_refusal",))
+class blocks_poisoned_after_refusal(_Poisoning):
+    def push_blocks(self, dst_cache_key, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        try:
+            super().push_blocks(dst_cache_key, *args, **kwargs)
+        except (TypeError, ValueError, LLMException) as exc:
+            link = self.engine.fabric.usable_link(self.engine, getattr(dst_cache_key, "cluster_id", -1))
+            if link is not None and not (isinstance(exc, LLMException) and exc.status_code in (
+                    LLMStatusCode.LLM_TIMEOUT, LLMStatusCode.LLM_NOT_YET_LINK)):
+                self.poison(link)
+            raise
+
+
+@mutant("does not bound tensor_num_per_layer by the tensor count: a larger one is taken as all the tensors",
+        ("push_blocks.restriction.tensor_num_per_layer.range",))
+class blocks_tnpl_unbounded(CacheManager):
+    push_blocks_check_order = _drop(_BLOCKS_ORDER, "_check_tnpl_upper_bound")
+
+    def _check_src_layer(self, a, local, src_layer):  # type: ignore[no-untyped-def]
+        return None
+
+    def _check_dst_layer(self, a, remote, dst_layer):  # type: ignore[no-untyped-def]
+        return None
+
+    def _check_tensor_divisible(self, a, local):  # type: ignore[no-untyped-def]
+        if a.tensor_num_per_layer <= local.num_tensors:
+            super()._check_tensor_divisible(a, local)
+
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        clamped = replace(a, tensor_num_per_layer=min(a.tensor_num_per_layer, local.num_tensors))
+        return super()._block_slices(clamped, link, local, remote, src_layer, dst_layer)

@@ -14,16 +14,9 @@ from mutants.catalog import MUTANTS, Mutant
 from mutants.run import catalog_problems
 from tests.helpers import ROOT
 
-# must clauses that no must mutant targets, with the reason (a family glob used to hide these): every other
-# must clause of every operation has a mutant, and a new must clause needs one (or an entry here saying why not yet)
-_SHARED = ("push_blocks' first mutants break its own path; this rule takes the path push_cache shares (its "
-           "mutants break it there), and a push_blocks mutant of it is still to write (issue 30)")
-UNMUTATED: dict[str, str] = {cid: _SHARED for cid in (
-    "push_blocks.param.tensor_num_per_layer.domain", "push_blocks.param.src_cache.not_local",
-    "push_blocks.restriction.layer_range.past_end", "push_blocks.restriction.tensor_num_per_layer.range",
-    "push_blocks.remote.not_linked", "push_blocks.remote.unlinked_after_link", "push_blocks.remote.unknown_cache",
-    "push_blocks.remote.link_after_refusal", "push_blocks.timeout.exceeded", "push_blocks.timeout.within_budget",
-    "push_blocks.timeout.dropped_link", "push_blocks.timeout.dead_peer")}
+# must clauses that no must mutant targets, with the reason (a family glob used to hide these); empty: every must
+# clause of every operation has a mutant, and a new must clause needs one (or an entry here saying why not yet)
+UNMUTATED: dict[str, str] = {}
 
 
 def _family_clauses() -> list:
