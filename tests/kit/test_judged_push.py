@@ -65,7 +65,8 @@ def test_the_judge_judges_the_caches_its_push_names_not_the_testbeds_baseline(tb
     assert obs.read_back()["other"] is not None
     tensor = obs.transfer.tensor_pairs()[0][1]
     stride = other.stride
-    at = obs.transfer.dst_batch * stride
+    ((_, dst_entry),) = obs.transfer.entries
+    at = dst_entry * stride
     byte = np.asarray(tb.remote.read_tensor(other.cache, tensor), dtype=np.uint8).ravel().copy()
     byte[at] ^= 0xFF
     tb.remote.write_tensor(other.cache, tensor, byte)
