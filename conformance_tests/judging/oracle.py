@@ -72,13 +72,12 @@ def _entries(args: Mapping[str, object], op: Operation) -> tuple[tuple[int, int]
     if not op.lists:
         pair = (_uint(args.get(op.src_entries, 0)), _uint(args.get(op.dst_entries, 0)))
         return ((pair[0], pair[1]),) if pair[0] is not None and pair[1] is not None else None
-    lists = [args.get(op.src_entries, ()), args.get(op.dst_entries, ())]
-    if not all(isinstance(x, (list, tuple)) for x in lists):
+    src, dst = args.get(op.src_entries, ()), args.get(op.dst_entries, ())
+    if not (isinstance(src, (list, tuple)) and isinstance(dst, (list, tuple))) or len(src) != len(dst):
         return None
-    srcs, dsts = ([_uint(b) for b in x] for x in lists)  # type: ignore[union-attr]
-    if len(srcs) != len(dsts) or any(b is None for b in (*srcs, *dsts)):
-        return None
-    return tuple((int(s), int(d)) for s, d in zip(srcs, dsts, strict=True))  # type: ignore[arg-type]
+    pairs = [(_uint(s), _uint(d)) for s, d in zip(src, dst, strict=True)]
+    return tuple((s, d) for s, d in pairs if s is not None and d is not None) if all(
+        s is not None and d is not None for s, d in pairs) else None
 
 
 def plan(args: Mapping[str, object], src: CacheLayout, default_tnpl: int, op: Operation) -> Transfer | None:

@@ -13,7 +13,7 @@ import pytest
 
 from conformance_tests.backend import capability_supported
 from conformance_tests.inputs.values import DecodeContext, Value, decode, materialise
-from conformance_tests.judging.oracle import CacheLayout, Transfer, expected_destination
+from conformance_tests.judging.oracle import CacheLayout, Transfer, expected_destination, plan
 from conformance_tests.judging.oracle import diff as diff_tensors
 from conformance_tests.resolution import BackendError, resolve_backend
 from conformance_tests.selecting.expectations import ExpectationsError, load_expectations
@@ -161,6 +161,24 @@ def test_expected_destination_model():
     plan = Transfer(src_layers=(0, 5), dst_layers=(0, 5), tnpl=2, entries=((0, 0),))
     out = expected_destination(src, before, plan, src_layout, dst_layout)
     assert list(out[0][:4]) == [10] * 4 and not out[2].any()
+
+
+def test_block_lists_move_pairwise_in_order():
+    """push_blocks' unit: src_blocks[i] of each targeted tensor into dst_blocks[i]; unequal or non-int lists
+    describe no transfer; a destination block listed twice ends with the last source listed for it."""
+    from conformance_tests.spec import load_spec, operation_spec_path
+
+    op = load_spec(operation_spec_path("push_blocks")).operation
+    src_layout, dst_layout = CacheLayout(2, (4, 2), 1), CacheLayout(2, (6, 2), 1)  # 4 and 6 blocks of 2 bytes
+    src = [np.arange(8, dtype=np.uint8) + 10 * t for t in range(2)]
+    before = [np.zeros(12, dtype=np.uint8) for _ in range(2)]
+    moved = plan({"src_blocks": [0, 2, 3], "dst_blocks": [5, 1, 5], "tensor_num_per_layer": 1}, src_layout, 2, op)
+    assert moved is not None and moved.entries == ((0, 5), (2, 1), (3, 5)) and moved.src_layers == (0, 1)
+    out = expected_destination(src, before, moved, src_layout, dst_layout)
+    assert list(out[1]) == [0, 0, 14, 15, 0, 0, 0, 0, 0, 0, 16, 17]  # block 2 -> 1, block 3 (last) -> 5
+    for bad in ({"src_blocks": [0, 1], "dst_blocks": [0]}, {"src_blocks": [0, 1.0], "dst_blocks": [0, 1]},
+                {"src_blocks": "01", "dst_blocks": [0, 1]}, {"src_blocks": [0, -1], "dst_blocks": [0, 1]}):
+        assert plan(bad, src_layout, 2, op) is None, bad
 
 
 def test_diff_tensors_message():
