@@ -1472,3 +1472,30 @@ class blocks_tnpl_unbounded(CacheManager):
     def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
         clamped = replace(a, tensor_num_per_layer=min(a.tensor_num_per_layer, local.num_tensors))
         return super()._block_slices(clamped, link, local, remote, src_layer, dst_layer)
+
+
+# push_blocks' property clauses: defects only drawn layouts reach (the fixed cases use 4 and 6 blocks, FLOAT16,
+# device to device)
+@mutant("drops every pair naming a block at index 8 or above", ("push_blocks.data.any_setup",))
+class blocks_past_eight_dropped(CacheManager):
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        kept = [(s, d) for s, d in zip(a.src_blocks, a.dst_blocks, strict=True) if s < 8 and d < 8]
+        moved = _replace_blocks(a, [s for s, _ in kept], [d for _, d in kept])
+        return super()._block_slices(moved, link, local, remote, src_layer, dst_layer)
+
+
+@mutant("copies each block one byte short for 8-byte element types", ("push_blocks.data.dtypes",))
+class blocks_short_for_8_byte_types(CacheManager):
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        pairs = super()._block_slices(a, link, local, remote, src_layer, dst_layer)
+        if a.src_cache.cache_desc.data_type not in (DataType.DT_INT64, DataType.DT_UINT64, DataType.DT_DOUBLE):
+            return pairs
+        return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
+
+
+@mutant("moves nothing from a device source into a host destination", ("push_blocks.data.placements",))
+class blocks_device_to_host_moves_nothing(CacheManager):
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        if local.placement == Placement.DEVICE and remote.placement == Placement.HOST:
+            return []
+        return super()._block_slices(a, link, local, remote, src_layer, dst_layer)

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
-from ..inputs import strategies
+from ..inputs import block_strategies, strategies
 from ..judging.judge import judge
 from ..running.context import RunContext
 from ..running.profiles import CERTIFY_EXAMPLES
@@ -22,6 +22,9 @@ from .registry import Item, procedure
 
 #: seconds each example of a stream adds to its test's time bound (a hung push is caught sooner, per call)
 SECONDS_PER_EXAMPLE = 5
+#: the layouts a stream draws, by the unit the spec's operation moves (its ``operation.unit``)
+LAYOUTS: dict[str, Callable[..., st.SearchStrategy[Any]]] = {
+    "batch": strategies.layouts, "blocks": block_strategies.block_layouts}
 
 
 def stream_seed(clause_id: str, key: str) -> int:
@@ -87,12 +90,12 @@ def run_random_layouts(run: RunContext, clause: Clause, item: Item) -> None:
             require(run, [f"placements.{value[0]}", f"placements.{value[1]}"])
         kw[what] = value
     if "guards" in check_names(expectation):
-        kw["dst_register"] = True  # guard bands surround registered memory only
+        kw["dst_register"] = True  # guard bands surround registered memory only (a blocks layout has none: an error)
 
     def body(layout: strategies.Layout) -> None:
         push_layout(run, clause, layout, expectation, str(layout))
 
-    run_stream(clause.id, item.key, item.examples, strategies.layouts(dom, **kw), body)
+    run_stream(clause.id, item.key, item.examples, LAYOUTS[run.spec.operation.unit](dom, **kw), body)
 
 
 def push_layout(run: RunContext, clause: Clause, layout: strategies.Layout, expectation: Expectation,
