@@ -20,7 +20,7 @@ from .diff import diff_reports, format_diff
 from .markdown import format_compatibility
 from .merge import merge_reports, read_shard
 from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES
-from .parts import Expectations, Report, full_run
+from .parts import Expectations, Report, full_run, operation_of
 from .render import render_derived, write_reports
 from .rerun import rerun_command, shown_path
 from .schema import ReportError, load_report
@@ -120,7 +120,7 @@ def format_summary(report: Report, location: str | None = None) -> str:
     verdict, summary = report["verdict"], report["summary"]
     backend = f"{report['backend']['name']} {report['backend'].get('version') or ''}".strip()
     lines = [
-        f"push_cache conformance: {verdict['label']}",
+        f"{operation_of(report)} conformance: {verdict['label']}",
         f"  backend {backend}; spec {report['spec']['version']}; suite {report['suite']['version']}; "
         f"run {report['run'].get('started')} ({float(report['run'].get('duration_s') or 0):.2f} s)",
         f"  compatibility: {format_compatibility(verdict['compatibility'])}",

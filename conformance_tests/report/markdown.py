@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from .model import CLAUSE_OUTCOMES, TEST_OUTCOMES, VerdictKind, seed_text
-from .parts import Attempt, Expectations, Report, Run, TestRow, Verdict, full_run
+from .parts import Attempt, Expectations, Report, Run, TestRow, Verdict, full_run, operation_of
 from .rerun import failing_tests, first_failure, rerun_command
 
 #: the characters with which a Markdown renderer may start HTML (a tag, an entity): a backend's strings never
@@ -260,7 +260,7 @@ def _markdown(report: Report, shown: int, repros: int, location: str | None) -> 
     verdict, summary = report["verdict"], report["summary"]
     spec, backend, suite, run = report["spec"], report["backend"], report["suite"], report["run"]
     lines = [
-        f"# push_cache conformance: {_mark(verdict)} {verdict['label']}",
+        f"# {operation_of(report)} conformance: {_mark(verdict)} {verdict['label']}",
         "",
         f"Backend {_code(backend['name'])} {_cell(backend.get('version'))}, spec {_cell(spec['version'])}, "
         f"{summary['tests']} tests, {len(report['clauses'])} clauses.",

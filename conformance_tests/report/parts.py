@@ -11,6 +11,7 @@ Objects the schema leaves open (a backend's capabilities, a test's parameters an
 # 3.11 a string annotation leaves every key required in __required_keys__, which tests/report/test_parts.py reads)
 from typing import NotRequired, TypeAlias, TypedDict, Union
 
+from ..spec.paths import DEFAULT_OPERATION
 from .model import VerdictKind
 
 #: a JSON value, as json.loads gives it
@@ -27,12 +28,19 @@ class Suite(TypedDict):
     version: str
 
 
+def operation_of(report: "Report") -> str:
+    """The operation a report certified: its ``spec.operation``, push_cache for a report written before the
+    family (the only operation then)."""
+    return report["spec"].get("operation", DEFAULT_OPERATION)
+
+
 class SpecInfo(TypedDict):
     """``spec``: the release the run was checked against, and the spec file's hash."""
 
     version: str
     sha256: str | None
     path: NotRequired[str | None]
+    operation: NotRequired[str]
 
 
 class BackendInfo(TypedDict):

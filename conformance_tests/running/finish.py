@@ -109,7 +109,8 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
     rows = state.rows
     return plain({
         "suite": {"name": SUITE_NAME, "version": suite_version},
-        "spec": {"version": ctx.release, "sha256": ctx.spec.sha256, "path": str(ctx.spec.path)},
+        "spec": {"version": ctx.release, "sha256": ctx.spec.sha256, "path": str(ctx.spec.path),
+                 "operation": ctx.spec.api},
         "backend": {"name": backend_display_name(b), "version": str(getattr(b, "version", "?")),
                     "spec": ctx.target, "capabilities": dict(ctx.caps)},
         "environment": {"python": platform.python_version(), **run_versions(),
@@ -292,7 +293,7 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
         return
     tr = terminalreporter
     report = state.report
-    tr.section("push_cache conformance")
+    tr.section(f"{state.run.spec.api} conformance")
     if state.full_selection:
         missing = state.uncovered()
         tr.write_line("uncovered clauses: " + (", ".join(missing) if missing else "none"))

@@ -41,6 +41,9 @@ def test_the_reference_certifies_push_blocks_beside_push_cache(tmp_path, blocks_
     assert set(rows) == {c.id for c in blocks_spec.clauses}
     assert all(c["outcome"] == "passed" for c in report["clauses"] if c["level"] == "must"), rows
     assert report["spec"]["sha256"] == blocks_spec.sha256 and report["spec"]["path"].endswith("push_blocks.yaml")
+    assert report["spec"]["operation"] == "push_blocks"
+    summary = (tmp_path / "reports" / "reference@push_blocks" / "summary.md").read_text("utf-8")
+    assert summary.startswith("# push_blocks conformance: ") and "push_blocks conformance" in proc.stdout
 
 
 def test_vendor_mode_fails_exactly_the_recorded_push_blocks_deviations(tmp_path, blocks_spec):
