@@ -62,7 +62,8 @@ from .value_language import parse_value
 def load_spec(path: str | pathlib.Path | None = None, release: str | None = None) -> Spec:
     """Load, validate and type a spec (default: the packaged one); optionally select one release.
 
-    Results are cached per (resolved path, mtime, size), so repeated loads are cheap and see edits.
+    Results are cached per (resolved path, mtime, size) of the file and of the file it shares types with, so
+    repeated loads are cheap and see edits of either.
     """
     file = pathlib.Path(path) if path is not None else default_spec_path()
     try:
@@ -70,19 +71,26 @@ def load_spec(path: str | pathlib.Path | None = None, release: str | None = None
         stat = resolved.stat()
     except OSError as exc:
         raise SpecError(file, "$", f"cannot read spec: {exc.strerror or exc}") from None
-    spec = _load_cached(str(resolved), stat.st_mtime_ns, stat.st_size)
+    spec = _load_cached(str(resolved), stat.st_mtime_ns, stat.st_size, _shared_stamp(resolved))
     return spec.for_release(release) if release is not None else spec
 
 
-@functools.lru_cache(maxsize=16)
-def _load_cached(path: str, _mtime_ns: int, _size: int) -> Spec:
-    file = pathlib.Path(path)
+#: the file each loaded spec shares types with (learnt at its first load; its stamp keys the cache from then on)
+_SHARES: dict[str, pathlib.Path] = {}
+
+
+def _shared_stamp(resolved: pathlib.Path) -> tuple[int, int] | None:
+    other = _SHARES.get(str(resolved))
     try:
-        data = read_bounded(file)
-    except OSError as exc:
-        raise SpecError(file, "$", f"cannot read spec: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise SpecError(file, "$", f"spec file too large: {exc}") from None
+        return None if other is None else (other.stat().st_mtime_ns, other.stat().st_size)
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=16)
+def _load_cached(path: str, _mtime_ns: int, _size: int, _shared_stamp: tuple[int, int] | None) -> Spec:
+    file = pathlib.Path(path)
+    data = _read(file, file, "$", "cannot read spec", "spec file too large")
     raw = _parse_yaml(file, data)
     digest = hashlib.sha256(data)
     if isinstance(raw, dict) and isinstance(raw.get("shares"), str):
@@ -100,13 +108,19 @@ def _shared(file: pathlib.Path, name: str) -> tuple[Any, bytes]:
     other = file.parent / name
     if other.resolve() == file.resolve():
         raise SpecError(file, "$.shares", f"a spec cannot share its own types ({name})")
-    try:
-        data = read_bounded(other)
-    except OSError as exc:
-        raise SpecError(file, "$.shares", f"cannot read the shared spec {name}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise SpecError(file, "$.shares", f"shared spec {name} too large: {exc}") from None
+    _SHARES[str(file)] = other.resolve()
+    data = _read(file, other, "$.shares", f"cannot read the shared spec {name}", f"shared spec {name} too large")
     return _parse_yaml(other, data), data
+
+
+def _read(file: pathlib.Path, what: pathlib.Path, where: str, cannot: str, too_large: str) -> bytes:
+    """The bytes of ``what`` (bounded); a problem is ``file``'s one-line SpecError at ``where``."""
+    try:
+        return read_bounded(what)
+    except OSError as exc:
+        raise SpecError(file, where, f"{cannot}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise SpecError(file, where, f"{too_large}: {exc}") from None
 
 
 # ---- YAML -----------------------------------------------------------------------------------------------------

@@ -79,3 +79,15 @@ def test_a_must_doc_clause_quotes_each_language_of_its_pages(tmp_path: pathlib.P
     raw["languages"] = ["en", "zh"]
     with pytest.raises(SpecError, match=r"needs its sentence in each language .*missing: en"):
         load_spec(_write(tmp_path, raw, "other.yaml"))
+
+
+def test_an_edit_of_the_shared_file_is_seen(tmp_path: pathlib.Path) -> None:
+    shared = tmp_path / "push_cache.yaml"
+    shared.write_bytes(operation_spec_path("push_cache").read_bytes())
+    path = _write(tmp_path, _blocks_raw())
+    before = load_spec(path)
+    raw = yaml.safe_load(shared.read_text(encoding="utf-8"))
+    del raw["types"]["BlocksCacheKey"]["note"]
+    shared.write_text(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    after = load_spec(path)
+    assert after.sha256 != before.sha256 and load_spec(path) is after  # seen, then cached again
