@@ -85,6 +85,10 @@ def certify(args: Sequence[str]) -> int:
 
     if any(a in ("-h", "--help") for a in args):
         return certify_help()
+    from .cli.family_run import family_asked, run_family
+
+    if family_asked(args):
+        return run_family(args)
     # test IDs are always "conformance_tests/suite/test_<family>.py::...", wherever the kit is installed
     root = Path(conformance_tests.__file__).resolve().parent.parent
     result = exitcodes.RunResult()  # the plugin fills it in: the kit's own exit code, beside pytest's

@@ -21,7 +21,9 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                             "file makes the run PARTIAL unless its sha256 equals the packaged one's)")),
     (("--operation",), dict(dest="pc_operation", default=None, metavar="NAME",
                             help="the operation of the transfer family to certify, against its packaged spec "
-                                 "(push_cache, push_blocks; default: push_cache)")),
+                                 "(push_cache, push_blocks; default: push_cache); given more than once, or 'all', "
+                                 "each is certified in turn and family.json gives each one's verdict and the "
+                                 "family's")),
     (("--spec-version",), dict(default=None, metavar="NAME",
                                help="spec release to certify against (default: the newest release the backend "
                                     "declares)")),
