@@ -1363,9 +1363,9 @@ class blocks_range_lengths_unchecked(CacheManager):
 @mutant("compares the layer ranges before an unset one is given its default (all layers)",
         ("push_blocks.restriction.ranges_equal.default_is_all_layers",))
 class blocks_ranges_compared_unset(CacheManager):
-    push_blocks_check_order = tuple(
-        step for s in _drop(_BLOCKS_ORDER, "_check_range_values")
-        for step in (("_check_range_values", s) if s == "_default_layer_ranges" else (s,)))
+    _order = list(_drop(_BLOCKS_ORDER, "_check_range_values"))
+    _order.insert(_order.index("_default_layer_ranges"), "_check_range_values")
+    push_blocks_check_order = tuple(_order)
 
 
 @mutant("does not check that tensor_num_per_layer divides the tensor count",

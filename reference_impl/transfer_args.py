@@ -116,7 +116,6 @@ class PushArgs(_PushedFrom):
     spent: float = 0.0
 
 
-
 @dataclass(slots=True)
 class BlocksPushArgs(_PushedFrom):
     """The arguments of one push_blocks call (facts §2): a BlocksCacheKey names the remote blocks cache by its

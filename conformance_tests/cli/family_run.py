@@ -9,6 +9,7 @@ only when every operation does.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -27,26 +28,19 @@ FAMILY_FILE = "family.json"
 ALL = "all"
 
 
-def _option(args: Sequence[str], name: str) -> tuple[list[str], list[str]]:
-    """The values of every ``name VALUE`` / ``name=VALUE`` in ``args``, and the other arguments."""
-    values, rest, i = [], [], 0
-    while i < len(args):
-        arg = args[i]
-        if arg == name and i + 1 < len(args):
-            values.append(args[i + 1])
-            i += 2
-            continue
-        if arg.startswith(name + "="):
-            values.append(arg.split("=", 1)[1])
-        else:
-            rest.append(arg)
-        i += 1
-    return values, rest
+def _split(args: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
+    """The operations asked for, the --report-dir given (or None), and every other argument, as certify takes
+    them (``--operation X`` or ``--operation=X``, repeatable)."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--operation", action="append", default=[])
+    parser.add_argument("--report-dir", default=None)
+    known, rest = parser.parse_known_args(list(args))
+    return list(known.operation), known.report_dir, rest
 
 
 def family_asked(args: Sequence[str]) -> bool:
     """Whether ``args`` ask for more than one operation (``--operation`` repeated, or ``--operation all``)."""
-    ops, _ = _option(args, "--operation")
+    ops, _, _ = _split(args)
     return len(ops) > 1 or ALL in ops
 
 
@@ -58,7 +52,7 @@ def run_family(args: Sequence[str]) -> int:
     """Certify each asked operation in turn; print and write the verdict of each and the family's."""
     from ..spec import specified_operations
 
-    ops, rest = _option(args, "--operation")
+    ops, report_dir, rest = _split(args)
     known = specified_operations()
     ops = list(known) if ALL in ops else list(dict.fromkeys(ops))
     unknown = [op for op in ops if op not in known]
@@ -66,8 +60,7 @@ def run_family(args: Sequence[str]) -> int:
         print(f"push-cache-kit certify: --operation {unknown[0]!r}: no packaged spec; the operations with one: "
               f"{', '.join(known)}", file=sys.stderr)
         return exitcodes.USAGE_ERROR
-    dirs, rest = _option(rest, "--report-dir")
-    base = Path(dirs[-1]) if dirs else DEFAULT_DIR
+    base = Path(report_dir) if report_dir is not None else DEFAULT_DIR
     rows = [_certify_one(op, base, rest) for op in ops]
     code = most_severe([r["exit_code"] for r in rows])
     family = {"family_version": 1, "exit_code": code, "verdict": exitcodes.BY_CODE[code].name, "operations": rows}
