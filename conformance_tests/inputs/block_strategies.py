@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ..spec import CacheSpec, Scenario
+from ..spec.model import Operation
 from ..spec.value_language import ListOf, Lit, RangeOf, TupleOf, ValueExpr
 from .strategies import Domain, inner_shape, reshape, tensor_count
 
@@ -47,7 +48,7 @@ class BlockLayout:
         baseline call's key names it."""
         return baseline.with_(src=self.src.desc(None), dst=self.dst.desc(baseline.dst.model_id), link=True)
 
-    def args(self, params: Sequence[str]) -> dict[str, ValueExpr]:
+    def args(self, params: Sequence[str], op: Operation) -> dict[str, ValueExpr]:
         """The push's arguments in the case value language (the key is the baseline call's)."""
         def blocks(values: tuple[int, ...]) -> ValueExpr:
             items = tuple(Lit(b) for b in values)

@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ..spec import CacheSpec, Level, Scenario, Spec
+from ..spec.model import Operation
 from ..spec.value_language import CacheIdRef, ClusterRef, KeyOf, Lit, RangeOf, ValueExpr
 
 
@@ -37,7 +38,7 @@ class Side:
 
 @dataclass(frozen=True)
 class Layout:
-    """Source and destination caches and one push into them (arguments in the spec's value language)."""
+    """Source and destination caches and one transfer between them (arguments in the spec's value language)."""
 
     src: Side
     dst: Side
@@ -54,21 +55,25 @@ class Layout:
         """The baseline scenario with this layout's caches, linked."""
         return baseline.with_(src=self.src.desc(), dst=self.dst.desc(), link=True)
 
-    def args(self, params: Sequence[str]) -> dict[str, ValueExpr]:
-        """The push's arguments (those the release takes), in the case value language."""
+    def args(self, params: Sequence[str], op: Operation) -> dict[str, ValueExpr]:
+        """The transfer's arguments (those the release takes), in the case value language, by ``op``'s names:
+        its key names the remote side's cache and batch entry, its entries parameter the local side's."""
         def rng(r: tuple[int, ...] | None) -> ValueExpr:
             return Lit(None) if r is None else RangeOf(tuple(Lit(b) for b in r))
 
+        remote, local = ((self.src_batch_index, self.dst_batch_index) if op.pulls
+                         else (self.dst_batch_index, self.src_batch_index))
+        local_entries = op.dst_entries if op.pulls else op.src_entries
         out: dict[str, ValueExpr] = {
-            "dst_cache_key": KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"), CacheIdRef("dst"),
-                                   Lit(self.dst_batch_index)),
-            "src_batch_index": Lit(self.src_batch_index),
+            op.key: KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"), CacheIdRef(op.remote_side),
+                          Lit(remote)),
+            local_entries: Lit(local),
             "src_layer_range": rng(self.src_range),
             "dst_layer_range": rng(self.dst_range),
             "size": Lit(self.size),
             "tensor_num_per_layer": Lit(self.tnpl),
         }
-        return {k: v for k, v in out.items() if k == "dst_cache_key" or k in params}
+        return {k: v for k, v in out.items() if k == op.key or k in params}
 
     def __str__(self) -> str:
         def side(s: Side) -> str:

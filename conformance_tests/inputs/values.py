@@ -67,6 +67,9 @@ class DecodeContext:
     unknown_cache_id: int
     cache_lookup: Callable[[str, str | None], Value]  # (cache name, placement) -> Value
     dst_name: str = "dst"  # the destination cache's variable name in reproductions
+    src_cache_id: int = 0
+    src_name: str = "src"
+    remote_side: str = "dst"  # which cache a key names when it names none (the remote one: operation.remote_side)
 
 
 class Deferred:
@@ -130,6 +133,8 @@ def decode(expr: ValueExpr, ctx: DecodeContext) -> Value:
         case CacheIdRef(name=name):
             if name == "dst":
                 return Value(ctx.dst_cache_id, f"{ctx.dst_name}.cache_id")
+            if name == "src":
+                return Value(ctx.src_cache_id, f"{ctx.src_name}.cache_id")
             return _int(ctx.unknown_cache_id)
         case CacheRef(name=name, placement=placement):
             return ctx.cache_lookup(name, placement)
@@ -146,9 +151,9 @@ def _key(key: KeyOf, ctx: DecodeContext) -> Value:
     cls = getattr(ctx.api, key.kind, None)
     if cls is None:
         raise SpecValueError(f"node.api has no key class {key.kind!r}")
-    if key.args is None:  # CacheKeyByIdAndIndex by its parts: the remote node, the destination, batch 0 by default
+    if key.args is None:  # CacheKeyByIdAndIndex by its parts: the remote node, its cache, batch 0 by default
         parts = [decode(key.cluster, ctx) if key.cluster is not None else _cluster("remote", ctx),
-                 decode(key.cache if key.cache is not None else CacheIdRef("dst"), ctx),
+                 decode(key.cache if key.cache is not None else CacheIdRef(ctx.remote_side), ctx),
                  decode(key.batch, ctx) if key.batch is not None else _int(0)]
     else:
         parts = _sequence(key.args, ctx)

@@ -29,15 +29,19 @@ def _range(v: Any) -> tuple[str, int | None, int | None]:
     return type(v).__name__, None, None
 
 
-def features(args: Mapping[str, Any], src: Any, dst: Any, default_tnpl: int) -> dict[str, Scalar]:
-    """The features of one push: ``args`` as the oracle reads them (``dst_batch_index`` is the key's batch
-    index), ``src``/``dst`` the testbed's caches (``CacheInfo``), ``default_tnpl`` the release's default."""
+def features(args: Mapping[str, Any], src: Any, dst: Any, default_tnpl: int,
+             entries: tuple[str, str] = ("src_batch_index", "dst_batch_index")) -> dict[str, Scalar]:
+    """The features of one push: ``args`` as the oracle reads them (the key's batch index under its entries
+    name), ``src``/``dst`` the testbed's caches (``CacheInfo``), ``default_tnpl`` the release's default,
+    ``entries`` the names of the source's and the destination's entry (the spec's ``operation.entries``; the
+    features keep push_cache's names, so a report reads the same whatever the operation)."""
     tnpl = args.get("tensor_num_per_layer", default_tnpl)
+    src_entry, dst_entry = (_uint(args.get(name, 0)) for name in entries)
     src_form, src_start, src_len = _range(args.get("src_layer_range"))
     dst_form, dst_start, dst_len = _range(args.get("dst_layer_range"))
     out: dict[str, Scalar] = {
-        "src_batch_index": _uint(args.get("src_batch_index", 0)),
-        "dst_batch_index": _uint(args.get("dst_batch_index", 0)),
+        "src_batch_index": src_entry,
+        "dst_batch_index": dst_entry,
         "tensor_num_per_layer": _uint(tnpl),
         "size": _uint(args.get("size", -1)),
         "src_layer_range": src_form,
@@ -60,8 +64,8 @@ def features(args: Mapping[str, Any], src: Any, dst: Any, default_tnpl: int) -> 
             "rank": len(src.shape),
             "entry_bytes": src.stride,
             "entries_same_size": src.stride == dst.stride,
-            "src_batch_is_last": _uint(args.get("src_batch_index", 0)) == src.batch - 1,
-            "dst_batch_is_last": _uint(args.get("dst_batch_index", 0)) == dst.batch - 1,
+            "src_batch_is_last": src_entry == src.batch - 1,
+            "dst_batch_is_last": dst_entry == dst.batch - 1,
         })
     return out
 

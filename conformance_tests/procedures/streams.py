@@ -103,6 +103,6 @@ def push_layout(run: RunContext, clause: Clause, layout: strategies.Layout, expe
     """Open the layout's scenario, push once with its arguments, judge the push."""
     __tracebackhide__ = True
     with opened(run, layout.scenario(run.spec.scenario), guard=False, seed=layout.seed) as tb:
-        push = tb.call(layout.args(run.params))
+        push = tb.call(layout.args(run.params, run.spec.operation))
         outcome = tb.push(push, bound=per_call_bound(run))
         judge(tb, push, outcome, expectation, clause.id, label)

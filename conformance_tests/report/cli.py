@@ -124,7 +124,7 @@ def format_summary(report: Report, location: str | None = None) -> str:
         f"  backend {backend}; spec {report['spec']['version']}; suite {report['suite']['version']}; "
         f"run {report['run'].get('started')} ({float(report['run'].get('duration_s') or 0):.2f} s)",
         f"  compatibility: {format_compatibility(verdict['compatibility'])}",
-        f"  push_cache calls: {_na(report['run'].get('push_calls'))}, "
+        f"  {operation_of(report)} calls: {_na(report['run'].get('push_calls'))}, "
         f"distinct layouts: {_na(report['run'].get('distinct_layouts'))}, "
         f"histories: {_na(report['run'].get('histories'))}, steps: {_na(report['run'].get('history_steps'))}, "
         f"pushes in histories: {_na(report['run'].get('history_pushes'))}",

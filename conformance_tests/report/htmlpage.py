@@ -9,7 +9,7 @@ from typing import TypedDict
 import jinja2
 
 from .model import CLAUSE_OUTCOMES, FAILING_TEST_OUTCOMES, TEST_OUTCOMES, seed_text
-from .parts import ClauseRow, Report
+from .parts import ClauseRow, Report, operation_of
 from .rerun import failing_tests, first_failure, rerun_command
 from .shades import TEMPLATE_CONTEXT, VERDICT_CLASS, shade_of
 
@@ -85,6 +85,7 @@ def to_html(report: Report, location: str | None = None) -> str:
         .get_template("report.html.j2")
         .render(
             report=report,
+            operation=operation_of(report),
             test_outcomes=TEST_OUTCOMES,
             clause_outcomes=CLAUSE_OUTCOMES,
             clause_counts=clause_counts,

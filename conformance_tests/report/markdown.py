@@ -191,9 +191,9 @@ def expectations_line(exp: Expectations) -> str:
             f"{len(waived)} tests waived ({must} must)")
 
 
-def _counters_line(run: Run) -> str:
+def _counters_line(run: Run, operation: str) -> str:
     calls, layouts = run.get("push_calls"), run.get("distinct_layouts")
-    line = (f"push_cache calls: {'n/a' if calls is None else calls}, "
+    line = (f"{operation} calls: {'n/a' if calls is None else calls}, "
             f"distinct layouts: {'n/a' if layouts is None else layouts}")
     if run.get("histories") is not None:
         line += (f"; histories: {run['histories']}, steps: {run.get('history_steps')}, "
@@ -298,7 +298,7 @@ def _markdown(report: Report, shown: int, repros: int, location: str | None) -> 
         f"- **Suite:** {_cell(suite['name'])} {_cell(suite['version'])}",
         f"- **Run:** started {_cell(run.get('started'))}, {float(run.get('duration_s') or 0):.2f} s, "
         f"hypothesis profile {_code(run.get('hypothesis_profile'))}, seed {_cell(seed_text(run))}; "
-        + _counters_line(run),
+        + _counters_line(run, operation_of(report)),
         f"- **Expectations:** {expectations_line(report['expectations'])}",
         f"- **Compatibility (should-clauses passed):** {format_compatibility(verdict['compatibility'])}",
     ]

@@ -323,7 +323,7 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, state: State)
         for e in exp.expired:
             tr.write_line(f"expired expectations entry ignored: {e.describe()}")
     tr.write_line("unexpected passes: " + (", ".join(state.rows.unexpected_passes) or "none"))
-    tr.write_line(f"push_cache calls: {state.rows.push_calls}, distinct layouts: {len(state.rows.layouts)}")
+    tr.write_line(f"{state.run.spec.api} calls: {state.rows.push_calls}, distinct layouts: {len(state.rows.layouts)}")
     cov = (report.get("run") or {}).get("domain_coverage")
     tr.write_line(coverage_line(cov))
     for k in unreached_coverage(cov)[:20]:

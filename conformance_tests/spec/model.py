@@ -297,6 +297,39 @@ class Operation:
         """Whether the entries parameters are lists (blocks) rather than single indices (a batch entry)."""
         return self.unit == "blocks"
 
+    @property
+    def pulls(self) -> bool:
+        return self.direction == "pull"
+
+    @property
+    def src_node(self) -> str:
+        """The node the source cache lives on: the local one for a push, the remote (the key's) for a pull."""
+        return "remote" if self.pulls else "local"
+
+    @property
+    def dst_node(self) -> str:
+        """The node the destination cache lives on (the side a call is judged on)."""
+        return "local" if self.pulls else "remote"
+
+    @property
+    def remote_side(self) -> str:
+        """Which of the call's caches (``src`` or ``dst``) the key names: the one on the remote node."""
+        return "src" if self.pulls else "dst"
+
+    @property
+    def local_side(self) -> str:
+        """Which of the call's caches (``src`` or ``dst``) the ``cache`` parameter passes: the local one."""
+        return "dst" if self.pulls else "src"
+
+    @property
+    def key_entries(self) -> str | None:
+        """The entries name a batch key carries (its batch index): the remote side's (push_cache's
+        dst_batch_index, pull_cache's src_batch_index), a name no parameter has; None for block lists, which
+        are parameters of their own."""
+        if self.lists:
+            return None
+        return self.src_entries if self.pulls else self.dst_entries
+
 
 @dataclass(frozen=True)
 class Types:

@@ -110,7 +110,7 @@ class ClusterRef:
 
 @dataclass(frozen=True)
 class CacheIdRef:
-    """The destination cache's id (dst), or an id no cache has (unknown)."""
+    """A cache's id: the destination's (dst), the source's (src), or an id no cache has (unknown)."""
 
     name: str
 
@@ -159,7 +159,7 @@ ValueExpr = (Lit | IntExpr | SymbolRef | RangeOf | ListOf | TupleOf | PlainObjec
 
 _SYMBOL = re.compile(r"^\s*([LTB])\s*(?:([+-])\s*(\d+))?\s*$")
 CLUSTER_NAMES = ("remote", "local", "unlinked")
-CACHE_ID_NAMES = ("dst", "unknown")
+CACHE_ID_NAMES = ("dst", "src", "unknown")
 #: the largest int an {int: ...} may denote (bits): wide enough for every documented domain and past it
 INT_BITS = 256
 

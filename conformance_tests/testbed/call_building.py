@@ -28,27 +28,30 @@ class CallBuilder:
     def context(self, push: Push, tnpl: int) -> DecodeContext:
         bed, src, dst = self.bed, push.src, push.dst
         assert src is not None and dst is not None
-        dst_id = int(getattr(dst.cache, "cache_id", 0))
+        src_id, dst_id = (int(getattr(info.cache, "cache_id", 0)) for info in (src, dst))
+        remote_side = bed.run.spec.operation.remote_side
+        remote_id = dst_id if remote_side == "dst" else src_id
         return DecodeContext(api=bed.api, num_layers=src.num_tensors // tnpl, num_tensors=src.num_tensors,
                              batch_size=src.batch, local_id=bed.local_id, remote_id=bed.remote_id,
                              unlinked_id=max(bed.local_id, bed.remote_id) + 1, dst_cache_id=dst_id,
-                             unknown_cache_id=dst_id + 1000, cache_lookup=partial(self.cache_value, push),
-                             dst_name=dst.name)
+                             unknown_cache_id=remote_id + 1000, cache_lookup=partial(self.cache_value, push),
+                             dst_name=dst.name, src_cache_id=src_id, src_name=src.name, remote_side=remote_side)
 
     def cache_value(self, push: Push, name: str, placement: str | None) -> Value:
         bed, src = self.bed, push.src
         if name == "src":
             assert src is not None
-            return Value(src.cache, "src")
-        if name == "dst_remote_object":
+            return Value(src.cache, src.name)
+        if name in ("dst", "dst_remote_object"):
             assert push.dst is not None
             return Value(push.dst.cache, push.dst.name)
         if name == "blocks":
-            assert src is not None
-            where = placement or src.placement
+            mine = src if bed.run.spec.operation.local_side == "src" else push.dst
+            assert mine is not None
+            where = placement or mine.placement
             key = f"blocks_{where}"
             if key not in self.extra:
-                desc = CacheSpec(src.num_tensors, tuple(src.shape), src.data_type, where)
+                desc = CacheSpec(mine.num_tensors, tuple(mine.shape), mine.data_type, where)
                 cache = step("allocate_blocks_cache", bed.rec.invoke, key, Value(push.local, push.local_name),
                              "cache_manager.allocate_blocks_cache", bed.desc_value(push.local_name, desc))
                 self.extra[key] = Value(cache, key)
@@ -79,11 +82,13 @@ class CallBuilder:
         if op.key in args or op.key in bed.scenario.call:
             values[op.key] = decode({**bed.scenario.call, **args}[op.key], ctx)
         else:
-            # the baseline key of a batch transfer: the remote node, the destination cache, the call's entry
-            batch = decode(merged.get(op.dst_entries, Lit(0)), ctx)
+            # the baseline key of a batch transfer: the remote node, the remote side's cache, the call's entry
+            assert op.key_entries is not None, f"the baseline call of {op.unit} transfers names its key"
+            batch = decode(merged.get(op.key_entries, Lit(0)), ctx)
             values[op.key] = decode(KeyOf("CacheKeyByIdAndIndex", None, (), ClusterRef("remote"),
-                                          CacheIdRef("dst"), Lit(batch.obj)), ctx)
-        values[op.cache] = decode(args[op.cache], ctx) if op.cache in args else Value(src.cache, "src")
+                                          CacheIdRef(op.remote_side), Lit(batch.obj)), ctx)
+        local = src if op.local_side == "src" else push.dst
+        values[op.cache] = decode(args[op.cache], ctx) if op.cache in args else Value(local.cache, local.name)
         for name in bed.all_params:
             if name in values:
                 continue
@@ -91,6 +96,6 @@ class CallBuilder:
                 values[name] = decode(merged[name], ctx)
         # keywords the operation does not declare (signature clauses); a batch entry in the key is not one
         for name, expr in args.items():
-            if name not in values and name != op.dst_entries:
+            if name not in values and name != op.key_entries:
                 values[name] = decode(expr, ctx)
         return values

@@ -74,6 +74,7 @@ class Pusher:
         """The push's features, for the likely-cause analysis (the judge says which class they count in)."""
         bed = self.bed
         assert push.call is not None
-        noted = features(push.call.raw(), push.src, push.dst, bed.default_tnpl)
+        op = bed.run.spec.operation
+        noted = features(push.call.raw(), push.src, push.dst, bed.default_tnpl, (op.src_entries, op.dst_entries))
         noted["returned"] = outcome.exc is None and not outcome.hung
         bed.run.counters.last_push = noted

@@ -92,6 +92,8 @@ class Call:
     values: dict[str, Value]  # argument name -> decoded value (ABSENT values are left out)
     api: str  # the CacheManager method called (the spec's api)
     positional: bool = False
+    key: str = "dst_cache_key"  # the parameter holding the remote cache's key (the spec's operation.key)
+    key_entries: str | None = "dst_batch_index"  # the entries name the key's batch index stands for (operation)
 
     @property
     def code(self) -> str:
@@ -105,10 +107,11 @@ class Call:
         return [], dict(items)
 
     def raw(self) -> dict[str, Any]:
-        """The arguments as plain values for the oracle (the key's batch index as ``dst_batch_index``)."""
+        """The arguments as plain values for the oracle (the key's batch index under ``key_entries``)."""
         out = {k: v.obj for k, v in self.values.items() if v.obj is not ABSENT}
-        key = out.get("dst_cache_key")
-        out["dst_batch_index"] = key.args[2] if isinstance(key, Deferred) and len(key.args) >= 3 else 0
+        if self.key_entries is not None:
+            key = out.get(self.key)
+            out[self.key_entries] = key.args[2] if isinstance(key, Deferred) and len(key.args) >= 3 else 0
         return out
 
 
@@ -202,8 +205,9 @@ class Testbed:
         self.api = self.rec.let("api", "local.api").obj
         if self.minimal:
             return self
-        self.src = self.make_cache("src", "local", scen.src)
-        self.dst = self.make_cache("dst", "remote", scen.dst, guard=self.want_guard)
+        op = self.run.spec.operation  # a push reads a local cache into a remote one, a pull the other way
+        self.src = self.make_cache("src", op.src_node, scen.src)
+        self.dst = self.make_cache("dst", op.dst_node, scen.dst, guard=self.want_guard)
         self.fill_random(self.src)
         self.fill_sentinel(self.dst)
         if scen.link:
@@ -224,8 +228,9 @@ class Testbed:
         return self.aimed("local", "remote", self.src, self.dst)
 
     def renew_dst(self, name: str) -> CacheInfo:
-        """A new destination ``name`` on the remote node, sentinel-filled: the baseline push's from now on."""
-        self.dst = self.make_cache(name, "remote", self.scenario.dst, guard=self.want_guard)
+        """A new destination ``name`` on the destination's node, sentinel-filled: the baseline push's from now
+        on."""
+        self.dst = self.make_cache(name, self.run.spec.operation.dst_node, self.scenario.dst, guard=self.want_guard)
         self.fill_sentinel(self.dst)
         return self.dst
 
@@ -301,9 +306,9 @@ class Testbed:
     def call(self, args: Mapping[str, ValueExpr] | None = None, *, positional: bool = False,
              only_given: bool = False) -> Push:
         """The baseline push, ``args`` overriding its call (:meth:`CallBuilder.values`), positional or by keyword."""
-        push = self.baseline()
+        push, op = self.baseline(), self.run.spec.operation
         return push.with_call(Call(self.calls.values(push, args, only_given=only_given), push.operation,
-                                   positional=positional))
+                                   positional=positional, key=op.key, key_entries=op.key_entries))
 
     def push(self, push: Push, *, bound: float | None = 30.0) -> Outcome:
         """Make ``push`` (its arguments built); with ``bound`` a hang becomes an Outcome."""

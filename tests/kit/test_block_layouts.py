@@ -27,7 +27,7 @@ def test_a_drawn_push_of_blocks_is_valid(layout: BlockLayout) -> None:
     assert layout.src.num_tensors % layout.tnpl == 0
     if layout.layer_range is None:
         assert layout.dst.num_tensors == layout.src.num_tensors
-    args = layout.args(SPEC.all_parameters())
+    args = layout.args(SPEC.all_parameters(), SPEC.operation)
     assert set(args) == {"src_blocks", "dst_blocks", "src_layer_range", "dst_layer_range", "tensor_num_per_layer"}
     scenario = layout.scenario(SPEC.scenario)
     assert scenario.src.blocks and scenario.dst.blocks and scenario.dst.model_id == SPEC.scenario.dst.model_id
