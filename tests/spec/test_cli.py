@@ -151,14 +151,18 @@ def test_family_lists_every_operation_with_its_rules() -> None:
 
 def test_operation_selects_and_sentences_show_the_documentation() -> None:
     raw = _inventory_raw()
-    rule = next(e for e in raw["entries"] if e["operation"] == "pull_cache" and e["sentence"])
-    code, out, _ = run("--operation", "pull_cache", "--sentences")
+    # a sibling without a spec file of its own is listed from the inventory (one with a spec file, from it)
+    op = next((o for o in raw["operations"] if not _own_spec(o)), None)
+    if op is None:
+        pytest.skip("every sibling has a spec file of its own: none is listed from the inventory")
+    rule = next(e for e in raw["entries"] if e["operation"] == op and e["sentence"])
+    code, out, _ = run("--operation", op, "--sentences")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("pull_cache: ") and not any(line.startswith("push_cache.") for line in lines)
+    assert lines[0].startswith(f"{op}: ") and not any(line.startswith("push_cache.") for line in lines)
     row = next(i for i, line in enumerate(lines) if line.split()[:1] == [rule["id"]])
     assert lines[row + 1] == "    zh: " + " ".join(rule["sentence"].split())
-    assert lines[-1].startswith(f"{sum(e['operation'] == 'pull_cache' for e in raw['entries'])} clause(s) in 1 ")
+    assert lines[-1].startswith(f"{sum(e['operation'] == op for e in raw['entries'])} clause(s) in 1 ")
     _, out, _ = run("--operation", "push_cache", "--sentences", "--family", "signature", "--release", "9.0.0")
     lines = out.splitlines()
     row = next(i for i, line in enumerate(lines) if line.startswith("push_cache.signature.parameters "))

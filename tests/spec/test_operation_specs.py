@@ -1,6 +1,6 @@
 """The family's operation spec files: each packaged operation loads with its operation section, a file may share
-another's types (``shares``) and name the languages of its pages (``languages``), and push_blocks' clauses quote
-its recorded page exactly."""
+another's types (``shares``) and name the languages of its pages (``languages``), and push_blocks' and
+pull_cache's clauses quote their recorded pages exactly (pull_cache's also keep the level rule of spec/README.md)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,19 @@ import pytest
 import yaml
 
 from conformance_tests.spec import SpecError, load_spec, operation_spec_path, specified_operations
+from conformance_tests.spec.model import Spec
 from tests.helpers.seeds import SEEDS
+from tests.spec.test_level_rule import supported_only_refusals, unlabelled_facts_musts
 
 
 def _norm(text: str) -> str:
-    """White space collapsed, a table row's separators (tab, |) and markdown escapes (\\_) read as plain text."""
-    return " ".join(re.sub(r"[\t|]+", " ", text.replace("\\_", "_")).split())
+    """White space collapsed, a table row's separators (tab, |), line breaks in a cell (<br>) and markdown escapes
+    (\\_) read as plain text."""
+    return " ".join(re.sub(r"[\t|]+|<br>", " ", text.replace("\\_", "_")).split())
 
 
-def test_the_packaged_operations_are_push_cache_and_push_blocks() -> None:
-    assert specified_operations() == ("push_cache", "push_blocks")
+def test_the_packaged_operations_include_push_cache_push_blocks_and_pull_cache() -> None:
+    assert specified_operations()[:3] == ("push_cache", "push_blocks", "pull_cache")  # the family's order
     for api in specified_operations():
         spec = load_spec(operation_spec_path(api))
         assert spec.api == api and all(c.id.startswith(f"{api}.") for c in spec.clauses)
@@ -36,12 +39,48 @@ def test_push_blocks_moves_block_lists_and_shares_push_cache_types() -> None:
     assert blocks.signatures[0].default("src_blocks") == ()  # {tuple: []}: the prototype's default is a tuple
 
 
-def test_every_push_blocks_quote_is_on_its_page() -> None:
-    page = _norm((SEEDS / "push_blocks.zh.md").read_text(encoding="utf-8"))
-    spec = load_spec(operation_spec_path("push_blocks"))
-    missing = [f"{c.id}: {f!r}" for c in spec.clauses if c.source.kind == "doc" and c.source.zh
-               for f in (x.strip() for x in c.source.zh.split(" ... ")) if f and _norm(f) not in page]
-    assert not missing, "quote fragments not on spec/documentation/push_blocks.zh.md:\n" + "\n".join(missing)
+def _missing_quotes(spec: Spec, page: str) -> list[str]:
+    """Each fragment of a doc clause's Chinese quote (fragments joined by " ... ") that is not on the page."""
+    return [f"{c.id}: {f!r}" for c in spec.clauses if c.source.kind == "doc" and c.source.zh
+            for f in (x.strip() for x in c.source.zh.split(" ... ")) if f and _norm(f) not in page]
+
+
+@pytest.mark.parametrize("api", ["push_blocks", "pull_cache"])
+def test_every_quote_is_on_its_page(api: str) -> None:
+    page = _norm((SEEDS / f"{api}.zh.md").read_text(encoding="utf-8"))
+    missing = _missing_quotes(load_spec(operation_spec_path(api)), page)
+    assert not missing, f"quote fragments not on spec/documentation/{api}.zh.md:\n" + "\n".join(missing)
+
+
+def test_a_changed_pull_cache_quote_is_found(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "push_cache.yaml").write_bytes(operation_spec_path("push_cache").read_bytes())
+    raw = dict(yaml.safe_load(operation_spec_path("pull_cache").read_text(encoding="utf-8")))
+    clause = next(c for c in raw["clauses"] if c["id"] == "pull_cache.data.size_positive")
+    clause["source"]["zh"] = clause["source"]["zh"].replace(">0", ">=0")  # one character of the page changed
+    page = _norm((SEEDS / "pull_cache.zh.md").read_text(encoding="utf-8"))
+    assert _missing_quotes(load_spec(_write(tmp_path, raw, "pull_cache.yaml")), page) == [
+        "pull_cache.data.size_positive: '设置为>=0的整数，表示要拉取的tensor大小。'"]
+
+
+def test_pull_cache_reads_its_key_on_the_remote_source_and_shares_push_cache_types() -> None:
+    pull, cache = load_spec(operation_spec_path("pull_cache")), load_spec()
+    op = pull.operation
+    assert (op.direction, op.key, op.cache, op.unit) == ("pull", "cache_key", "cache", "batch")
+    assert pull.types == cache.types and pull.signatures[0].default("batch_index") == 0
+
+
+def test_pull_cache_keeps_the_level_rule() -> None:
+    """The checks of tests/spec/test_level_rule.py (there run on push_cache), on pull_cache's clauses."""
+    clauses = yaml.safe_load(operation_spec_path("pull_cache").read_text(encoding="utf-8"))["clauses"]
+    problems = supported_only_refusals(clauses) + unlabelled_facts_musts(clauses)
+    assert not problems, "\n".join(problems)
+
+
+def test_pull_cache_deviations_are_on_blocking_clauses_only() -> None:
+    """A deviation says the vendor fails the clause: only a must or may clause can be failed that way (a should
+    clause is the vendor's own behaviour)."""
+    spec = load_spec(operation_spec_path("pull_cache"))
+    assert all(c.level.name != "SHOULD" for c in spec.clauses if c.deviation)
 
 
 def _blocks_raw() -> dict[str, Any]:
