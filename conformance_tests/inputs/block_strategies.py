@@ -44,9 +44,10 @@ class BlockLayout:
     seed: int = 0
 
     def scenario(self, baseline: Scenario) -> Scenario:
-        """The baseline with these caches, linked; the destination keeps the baseline's model_id, so the
-        baseline call's key names it."""
-        return baseline.with_(src=self.src.desc(None), dst=self.dst.desc(baseline.dst.model_id), link=True)
+        """The baseline with these caches, linked; each keeps the baseline's model_id (the remote one's, a push's
+        destination or a pull's source, is bound to it), so the baseline call's key names it."""
+        return baseline.with_(src=self.src.desc(baseline.src.model_id), dst=self.dst.desc(baseline.dst.model_id),
+                              link=True)
 
     def args(self, params: Sequence[str], op: Operation) -> dict[str, ValueExpr]:
         """The push's arguments in the case value language (the key is the baseline call's)."""

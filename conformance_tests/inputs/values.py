@@ -75,8 +75,9 @@ class DecodeContext:
 class Deferred:
     """A constructor call made when the arguments are materialised (inside the checked call)."""
 
-    def __init__(self, cls: Any, args: list[Any], kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, cls: Any, args: list[Any], kwargs: dict[str, Any] | None = None, kind: str | None = None) -> None:
         self.cls, self.args, self.kwargs = cls, args, kwargs or {}
+        self.kind = kind  # the spec's name of the type built (a key's kind), where the value language gave one
 
     def build(self) -> Any:
         return self.cls(*[materialise(a) for a in self.args], **{k: materialise(v) for k, v in self.kwargs.items()})
@@ -159,7 +160,7 @@ def _key(key: KeyOf, ctx: DecodeContext) -> Value:
         parts = _sequence(key.args, ctx)
     kwargs = {k: decode(v, ctx) for k, v in key.kwargs}
     code_args = [p.code for p in parts] + [f"{k}={v.code}" for k, v in kwargs.items()]
-    return Value(Deferred(cls, [p.obj for p in parts], {k: v.obj for k, v in kwargs.items()}),
+    return Value(Deferred(cls, [p.obj for p in parts], {k: v.obj for k, v in kwargs.items()}, key.kind),
                  f"api.{key.kind}({', '.join(code_args)})")
 
 

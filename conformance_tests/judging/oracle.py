@@ -21,6 +21,8 @@ from .differences import Difference, Where
 
 #: caches up to this many bytes are compared in one step when they are as expected
 FAST_PATH_BYTES = 1 << 20
+#: the name under which a call's raw arguments give the remote cache's entry its key names (a batch entry)
+KEY_ENTRY = "key_entry"
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,9 @@ class Transfer:
     dst_layers: tuple[int, ...]
     tnpl: int
     entries: tuple[tuple[int, int], ...]
+    #: a pull of blocks from a contiguous cache: the source's batch entry the key names, cut into blocks of the
+    #: destination's block size, the k-th of which is the source of entries[k] (then (k, destination block))
+    from_entry: int | None = None
 
     def tensor_pairs(self) -> list[tuple[int, int]]:
         """(source tensor, destination tensor) for every targeted layer pair, K,V,... in order."""
@@ -68,16 +73,31 @@ def _uint(v: object) -> int | None:
 
 def _entries(args: Mapping[str, object], op: Operation) -> tuple[tuple[int, int], ...] | None:
     """The (source, destination) entries ``args`` name: one pair of indices (default 0) or two lists of blocks
-    paired in order (of equal length, else None)."""
+    paired in order (of equal length, else None); for a contiguous source (no source blocks, a key naming a
+    batch entry: :func:`_from_entry`), each destination block with its position."""
     if not op.lists:
         pair = (_uint(args.get(op.src_entries, 0)), _uint(args.get(op.dst_entries, 0)))
         return ((pair[0], pair[1]),) if pair[0] is not None and pair[1] is not None else None
     src, dst = args.get(op.src_entries, ()), args.get(op.dst_entries, ())
-    if not (isinstance(src, (list, tuple)) and isinstance(dst, (list, tuple))) or len(src) != len(dst):
+    if not (isinstance(src, (list, tuple)) and isinstance(dst, (list, tuple))):
+        return None
+    if _from_entry(args, op) is not None:
+        src = range(len(dst))
+    if len(src) != len(dst):
         return None
     pairs = [(_uint(s), _uint(d)) for s, d in zip(src, dst, strict=True)]
     return tuple((s, d) for s, d in pairs if s is not None and d is not None) if all(
         s is not None and d is not None for s, d in pairs) else None
+
+
+def _from_entry(args: Mapping[str, object], op: Operation) -> int | None:
+    """The source batch entry of a pull of blocks from a contiguous cache: no source blocks listed, some
+    destination blocks, and a key naming a batch entry (``KEY_ENTRY``); None otherwise."""
+    src, dst = args.get(op.src_entries, ()), args.get(op.dst_entries, ())
+    if not (op.lists and op.pulls and isinstance(src, (list, tuple)) and not src and isinstance(dst, (list, tuple))
+            and dst):
+        return None
+    return _uint(args.get(KEY_ENTRY))
 
 
 def plan(args: Mapping[str, object], src: CacheLayout, default_tnpl: int, op: Operation) -> Transfer | None:
@@ -95,7 +115,7 @@ def plan(args: Mapping[str, object], src: CacheLayout, default_tnpl: int, op: Op
         if not isinstance(r, range):
             return None
         ranges.append(tuple(r))
-    return Transfer(ranges[0], ranges[1], tnpl, entries)
+    return Transfer(ranges[0], ranges[1], tnpl, entries, _from_entry(args, op))
 
 
 def expected_destination(src_data: Sequence[np.ndarray], dst_before: Sequence[np.ndarray], transfer: Transfer,
@@ -106,11 +126,18 @@ def expected_destination(src_data: Sequence[np.ndarray], dst_before: Sequence[np
     otherwise it also moves nothing (only equal entries are a plain push).  Entries move in their order, so a
     destination block listed twice holds the last source block listed for it."""
     out = [d.copy() for d in dst_before]
-    n = src.stride
-    if n > dst.stride or (n < dst.stride and not prefix):
-        return out
-    for src_entry, dst_entry in transfer.entries:
-        s0, d0 = src_entry * src.stride, dst_entry * dst.stride
+    if transfer.from_entry is not None:
+        # blocks of the destination's size cut from one source entry: all inside it, else nothing moves
+        n, base = dst.stride, transfer.from_entry * src.stride
+        if len(transfer.entries) * n > src.stride:
+            return out
+        starts = [(base + k * n, d * n) for k, d in transfer.entries]
+    else:
+        n = src.stride
+        if n > dst.stride or (n < dst.stride and not prefix):
+            return out
+        starts = [(s * src.stride, d * dst.stride) for s, d in transfer.entries]
+    for s0, d0 in starts:
         if s0 + n > src.nbytes or d0 + n > dst.nbytes:
             continue
         for s, d in transfer.tensor_pairs():

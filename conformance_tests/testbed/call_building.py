@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..inputs.values import DecodeContext, SpecValueError, Value, decode
+from ..inputs.values import DecodeContext, Deferred, SpecValueError, Value, decode
 from ..spec import CacheSpec
 from ..spec.value_language import CacheIdRef, ClusterRef, KeyOf, Lit, ValueExpr
 from .errors import step
@@ -57,6 +57,24 @@ class CallBuilder:
                 self.extra[key] = Value(cache, key)
             return self.extra[key]
         raise SpecValueError(f"unknown cache {name!r}")
+
+    def key_entry(self, values: Mapping[str, Value]) -> int | None:
+        """The remote cache's batch entry the call's key names: a CacheKeyByIdAndIndex's batch index, or the
+        entry a CacheKey (req_id, model_id) was bound to when the scenario made the remote cache (its
+        ``cache_keys``, bound to entries 0, 1, ...); None for another key, or one bound to no entry."""
+        op = self.bed.run.spec.operation
+        key = values[op.key].obj if op.key in values else None
+        if not isinstance(key, Deferred):
+            return None
+        record = self.bed.types.records.get(key.kind or "")  # the key type's fields, in constructor order
+        named = dict(zip(record.fields if record is not None else (), key.args, strict=False)) | key.kwargs
+        if key.kind == "CacheKeyByIdAndIndex":
+            return named.get("batch_index", 0) if isinstance(named.get("batch_index", 0), int) else None
+        if key.kind == "CacheKey":
+            remote = self.bed.scenario.src if op.remote_side == "src" else self.bed.scenario.dst
+            bound = (named.get("req_id"), named.get("model_id", 0))
+            return remote.cache_keys.index(bound) if bound in remote.cache_keys else None
+        return None
 
     def tnpl_for(self, call: Mapping[str, ValueExpr]) -> int:
         """The call's tensor_num_per_layer when it is a positive int literal, else the release's default."""

@@ -21,7 +21,7 @@ from ..backend import call_each, capability_supported
 from ..inputs.values import ABSENT, Deferred, Value, materialise
 from ..judging.differences import Difference
 from ..judging.judged_push import Push
-from ..judging.oracle import CacheLayout
+from ..judging.oracle import KEY_ENTRY, CacheLayout
 from ..running.context import RunContext
 from ..spec import CacheSpec, Fault, Scenario
 from ..spec.value_language import ValueExpr
@@ -94,24 +94,36 @@ class Call:
     positional: bool = False
     key: str = "dst_cache_key"  # the parameter holding the remote cache's key (the spec's operation.key)
     key_entries: str | None = "dst_batch_index"  # the entries name the key's batch index stands for (operation)
+    key_entry: int | None = None  # the remote cache's entry the key names, where the call builder resolved it
+    by_keyword: frozenset[str] = frozenset()  # passed by keyword even in a positional call (taken by **kwargs)
+
+    def _by_position(self, name: str) -> bool:
+        return self.positional and name not in self.by_keyword
 
     @property
     def code(self) -> str:
-        parts = [v.code if self.positional else f"{k}={v.code}" for k, v in self.values.items() if v.obj is not ABSENT]
+        given = [(k, v) for k, v in self.values.items() if v.obj is not ABSENT]
+        parts = ([v.code for k, v in given if self._by_position(k)]
+                 + [f"{k}={v.code}" for k, v in given if not self._by_position(k)])
         return f"local.cache_manager.{self.api}({', '.join(parts)})"
 
     def build(self) -> tuple[list[Any], dict[str, Any]]:
         items = [(k, materialise(v.obj)) for k, v in self.values.items() if v.obj is not ABSENT]
-        if self.positional:
-            return [v for _, v in items], {}
-        return [], dict(items)
+        return ([v for k, v in items if self._by_position(k)],
+                {k: v for k, v in items if not self._by_position(k)})
 
     def raw(self) -> dict[str, Any]:
-        """The arguments as plain values for the oracle (the key's batch index under ``key_entries``)."""
+        """The arguments as plain values for the oracle: the key's entry under ``key_entries`` (a batch
+        transfer's remote entry) and under ``KEY_ENTRY`` (a pull of blocks from a contiguous cache's entry)."""
         out = {k: v.obj for k, v in self.values.items() if v.obj is not ABSENT}
+        entry = self.key_entry
+        key = out.get(self.key)
+        if entry is None and isinstance(key, Deferred) and key.kind in (None, "CacheKeyByIdAndIndex"):
+            entry = key.args[2] if len(key.args) >= 3 else key.kwargs.get("batch_index", 0)
+        if entry is not None:
+            out[KEY_ENTRY] = entry
         if self.key_entries is not None:
-            key = out.get(self.key)
-            out[self.key_entries] = key.args[2] if isinstance(key, Deferred) and len(key.args) >= 3 else 0
+            out[self.key_entries] = entry if entry is not None else 0
         return out
 
 
@@ -307,8 +319,11 @@ class Testbed:
              only_given: bool = False) -> Push:
         """The baseline push, ``args`` overriding its call (:meth:`CallBuilder.values`), positional or by keyword."""
         push, op = self.baseline(), self.run.spec.operation
-        return push.with_call(Call(self.calls.values(push, args, only_given=only_given), push.operation,
-                                   positional=positional, key=op.key, key_entries=op.key_entries))
+        values = self.calls.values(push, args, only_given=only_given)
+        return push.with_call(Call(values, push.operation, positional=positional, key=op.key,
+                                   key_entries=op.key_entries, key_entry=self.calls.key_entry(values),
+                                   by_keyword=frozenset(self.run.signature.names) - {
+                                       p.name for p in self.run.signature.declared}))
 
     def push(self, push: Push, *, bound: float | None = 30.0) -> Outcome:
         """Make ``push`` (its arguments built); with ``bound`` a hang becomes an Outcome."""
