@@ -32,11 +32,19 @@ PULL_CACHE_CHECKS: tuple[str, ...] = (
     "_pull_tensor_indices",         # 10
 )
 
+#: the page's bounds the vendor lacks (VendorPushMixin drops them): a layer range that is set names layers, and
+#: tensor_num_per_layer is in [1, the cache's tensor count] (the native divisibility check bounds it only when a
+#: range is given)
+PULL_DOC_BOUNDS: tuple[str, ...] = (
+    "_check_pull_ranges_not_empty",
+    "_check_pull_tnpl_upper_bound",
+)
+
 
 class PullCacheMixin(LayerArgumentChecks, PullSteps):
     """pull_cache and its own steps; mixed into CacheManager."""
 
-    pull_cache_check_order: tuple[str, ...] = PULL_CACHE_CHECKS
+    pull_cache_check_order: tuple[str, ...] = PULL_CACHE_CHECKS + PULL_DOC_BOUNDS
 
     def pull_cache(self, cache_key: CacheKey | CacheKeyByIdAndIndex, cache: Cache, batch_index: int = 0,
                    size: int = -1, **kwargs: Any) -> None:

@@ -57,6 +57,21 @@ class PullSteps(RemoteResolution, TransferTiming):
         a.src_indices = layer_range_to_tensor_indices("src_layer_range", a.src_layer_range, tnpl)
         a.dst_indices = layer_range_to_tensor_indices("dst_layer_range", a.dst_layer_range, tnpl)
 
+    def _check_pull_ranges_not_empty(self, a: PullArgs) -> None:
+        """The page: only a range left unset means every layer; a set, empty one names no layer (the vendor's
+        step 10 reads it as all of them)."""
+        for name, layer_range in (("src_layer_range", a.src_layer_range), ("dst_layer_range", a.dst_layer_range)):
+            raise_if_true(layer_range is not None and len(layer_range) == 0,
+                          "param check failed, {0} ({1}) is empty.", name, layer_range)
+
+    def _check_pull_tnpl_upper_bound(self, a: PullArgs) -> None:
+        """The page's range [1, the cache's tensor count]; with a range given, the native divisibility check
+        refuses a larger value, so this is checked when both index lists are empty (all tensors)."""
+        num_tensors = a.local_cache.cache_desc.num_tensors
+        raise_if_true(not a.src_indices and not a.dst_indices and a.tensor_num_per_layer > num_tensors,
+                      "[" + a.operation + "] param check failed, tensor_num_per_layer ({0}) is invalid, "
+                      "should [1, {1}]", a.tensor_num_per_layer, num_tensors)
+
     # ---- native (one call) ----------------------------------------------------------------------------
     def _check_pull_indices(self, a: PullArgs, local: CacheEntry) -> None:
         """CheckParam's common part, judged on the local destination: not the own cluster; with ranges,

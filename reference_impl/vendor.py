@@ -22,7 +22,11 @@ quirks, for tests of code written against the real package.
 * ``src_cache`` is looked up by its cache_id alone: a Cache of another node names the local cache that has the
   same id (ids count from 1 on every node), and that cache is pushed;
 * a link whose transfer timed out fails fast (the transfer layer's circuit breaker, ADXL's link fast-fail): every
-  later push over it raises LLM_FAILED at once, until the clusters are unlinked and linked again.
+  later push or pull over it raises LLM_FAILED at once, until the clusters are unlinked and linked again (a pull
+  goes over the link's comm entity as a push does, so its timeout trips the link too);
+* pull_cache checks exactly the vendor's steps 1..10 (facts §2 pull_cache): a layer range that is set and empty
+  is an empty tensor-index list, read as all the tensors, and with both ranges unset a tensor_num_per_layer
+  above the tensor count is not bounded (empty index lists pull every tensor).
 
 Shared with the reference (both model the vendor there): the link-time llm.EnableRemoteCacheAccessible check,
 the first-attempt table sync, the per-layer native checks N1-N11, no rollback, the status codes.
@@ -48,6 +52,7 @@ from .config import LLMConfig, LlmConfig
 from .enums import DataType, LLMRole, Placement
 from .fabric import Fabric
 from .llm_datadist import LLMDataDist as _ReferenceLLMDataDist
+from .pull_cache import PULL_CACHE_CHECKS
 from .push_blocks import PUSH_BLOCKS_ARGUMENT_CHECKS
 from .push_cache import ARGUMENT_CHECKS, PushCacheMixin
 from .status import LLMException, LLMStatusCode
@@ -68,6 +73,9 @@ class VendorPushMixin(PushCacheMixin):
     #: and source type checks (it fails later with AttributeError)
     push_blocks_check_order = ("_check_push_enabled",) + PUSH_BLOCKS_ARGUMENT_CHECKS
     blocks_allow_none = True
+    #: pull_cache: the vendor's steps 1..10 alone, none of the page's bounds (an empty range means all layers,
+    #: tensor_num_per_layer is not bounded by the tensor count when no range is given)
+    pull_cache_check_order = PULL_CACHE_CHECKS
     #: llm.SyncKvCacheWaitTime bounds each layer's transfer, not the whole push (facts §1.3 N12, §5)
     sync_timeout_scope = "layer"
 
@@ -87,9 +95,20 @@ class VendorPushMixin(PushCacheMixin):
         try:
             super()._transfer_layer(a, link, remote, pairs)
         except LLMException as exc:
-            if exc.status_code == LLMStatusCode.LLM_TIMEOUT and not any(f is link for f in self.fast_failing):
-                self.fast_failing.append(link)
+            self._trip_on_timeout(link, exc)
             raise
+
+    def _pull_transfer(self, a: Any, link: Any, local: Any, remote: Any, pairs: Any) -> None:
+        """A pull's one transfer goes over the same link: its timeout trips the link's fast-fail too."""
+        try:
+            super()._pull_transfer(a, link, local, remote, pairs)  # type: ignore[misc]  # PullSteps, in the MRO
+        except LLMException as exc:
+            self._trip_on_timeout(link, exc)
+            raise
+
+    def _trip_on_timeout(self, link: Any, exc: LLMException) -> None:
+        if exc.status_code == LLMStatusCode.LLM_TIMEOUT and not any(f is link for f in self.fast_failing):
+            self.fast_failing.append(link)
 
     def _resolve_local_cache(self, a: Any) -> CacheEntry:
         """The native layer gets ``src_cache.cache_id`` alone and looks it up in this node's table (facts §1.3

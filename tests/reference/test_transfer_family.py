@@ -245,10 +245,42 @@ def test_pull_cache_ranges_are_tensor_indices_and_may_differ(env: SimpleNamespac
     for t in (0, 1):
         assert np.array_equal(after[0][t + 2][:32], before[2][t][:32]), t
     assert {(c, t) for c, t, *_ in changed(before, after)} <= {(0, 2), (0, 3)}
-    env.cm.pull_cache(CacheKeyByIdAndIndex(2, env.contiguous2.cache_id, 0), env.contiguous1, batch_index=2,
-                      src_layer_range=range(0, 0))  # empty: all tensors
-    final = everything(env)
+    for empty in (range(0, 0), range(2, 1)):  # the page: only an unset range means all layers
+        exc = raises(lambda r=empty: env.cm.pull_cache(CacheKeyByIdAndIndex(2, env.contiguous2.cache_id, 0),
+                                                       env.contiguous1, batch_index=2, src_layer_range=r))
+        assert kind(exc) == INVALID, exc
+    exc = raises(lambda: env.cm.pull_cache(CacheKeyByIdAndIndex(2, env.contiguous2.cache_id, 0), env.contiguous1,
+                                           tensor_num_per_layer=5))  # above the 4 tensors, no range given
+    assert kind(exc) == INVALID, exc
+    assert changed(after, everything(env)) == []
+
+
+def test_vendor_pull_cache_reads_an_empty_range_and_a_large_tnpl_as_all_tensors(vendor_env: SimpleNamespace) -> None:
+    cm, key, dst = vendor_env.cm, CacheKeyByIdAndIndex(2, vendor_env.contiguous2.cache_id, 0), vendor_env.contiguous1
+    before = everything(vendor_env)
+    cm.pull_cache(key, dst, batch_index=2, src_layer_range=range(0, 0))  # empty: all tensors
+    cm.pull_cache(key, dst, batch_index=1, tensor_num_per_layer=5)       # unset ranges: all tensors
+    final = everything(vendor_env)
     assert all(np.array_equal(final[0][t][64:96], before[2][t][:32]) for t in range(4))
+    assert all(np.array_equal(final[0][t][32:64], before[2][t][:32]) for t in range(4))
+
+
+@pytest.mark.parametrize("mode", ["reference", "vendor"])
+def test_a_pull_timeout_trips_the_link_in_vendor_mode_only(mode: str) -> None:
+    chosen = vendor_backend if mode == "vendor" else backend
+    with clusters(chosen, **ONE_PROCESS) as make:
+        ns = _env(make, backend=chosen)
+        key = CacheKeyByIdAndIndex(2, ns.contiguous2.cache_id, 0)
+        ns.a.inject({"kind": "delay", "seconds": 0.5})
+        assert kind(raises(lambda: ns.cm.pull_cache(key, ns.contiguous1))) == (LLMException, S.LLM_TIMEOUT)
+        ns.a.inject({"kind": "clear"})
+        after = raises(lambda: ns.cm.pull_cache(key, ns.contiguous1))
+        if mode == "vendor":  # ADXL's link fast-fail: a push over the link fails at once too
+            assert kind(after) == (LLMException, S.LLM_FAILED), after
+            pushed = raises(lambda: ns.cm.push_cache(key, ns.contiguous1))
+            assert kind(pushed) == (LLMException, S.LLM_FAILED), pushed
+        else:
+            assert after is None, after
 
 
 def test_pull_cache_size_moves_that_many_bytes(env: SimpleNamespace) -> None:
