@@ -149,12 +149,18 @@ def test_family_lists_every_operation_with_its_rules() -> None:
     assert all(_own_spec(x["operation"]) == (x["origin"] == "spec") for x in doc["operations"][1:])
 
 
-def test_operation_selects_and_sentences_show_the_documentation() -> None:
+def test_operation_selects_and_sentences_show_the_documentation(tmp_path: pathlib.Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance_tests.cli import clauses
+    from conformance_tests.spec import default_spec_path, load_spec
+
     raw = _inventory_raw()
-    # a sibling without a spec file of its own is listed from the inventory (one with a spec file, from it)
-    op = next((o for o in raw["operations"] if not _own_spec(o)), None)
-    if op is None:
-        pytest.skip("every sibling has a spec file of its own: none is listed from the inventory")
+    # a sibling without a spec file beside push_cache's is listed from the inventory: every sibling has one in the
+    # package now, so push_cache's spec is read from a folder of its own
+    alone = tmp_path / "push_cache.yaml"
+    alone.write_bytes(default_spec_path().read_bytes())
+    monkeypatch.setattr(clauses, "load_spec", lambda path=None, **kw: load_spec(alone if path is None else path, **kw))
+    op = "pull_blocks"
     rule = next(e for e in raw["entries"] if e["operation"] == op and e["sentence"])
     code, out, _ = run("--operation", op, "--sentences")
     assert code == 0
@@ -168,6 +174,22 @@ def test_operation_selects_and_sentences_show_the_documentation() -> None:
     row = next(i for i, line in enumerate(lines) if line.startswith("push_cache.signature.parameters "))
     assert lines[row + 1].startswith("    zh: push_cache(self, dst_cache_key: CacheKeyByIdAndIndex")
     assert lines[row + 2].startswith("    en: push_cache(self, dst_cache_key: CacheKeyByIdAndIndex")
+
+
+def test_pull_blocks_is_listed_from_its_spec_file_with_its_quotes() -> None:
+    from conformance_tests.spec import load_spec, operation_spec_path
+
+    spec = load_spec(operation_spec_path("pull_blocks"))
+    code, out, err = run("--operation", "pull_blocks", "--sentences", "--format", "json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert [(x["operation"], x["origin"]) for x in doc["operations"]] == [("pull_blocks", "spec")]
+    assert [c["id"] for c in doc["clauses"]] == [c.id for c in spec.clauses]
+    _, out, _ = run("--operation", "pull_blocks", "--sentences")
+    lines = out.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("pull_blocks.param.src_blocks.other_keys "))
+    assert lines[row + 1] == "    zh: src_cache_key不是BlocksCacheKey时，不填。"
+    assert lines[-1].startswith(f"{len(spec.clauses)} clause(s) in 1 ")
 
 
 def test_family_filter_leaves_out_rules_without_a_family() -> None:

@@ -1,6 +1,7 @@
 """The family's operation spec files: each packaged operation loads with its operation section, a file may share
-another's types (``shares``) and name the languages of its pages (``languages``), and push_blocks' and
-pull_cache's clauses quote their recorded pages exactly (pull_cache's also keep the level rule of spec/README.md)."""
+another's types (``shares``) and name the languages of its pages (``languages``), and push_blocks', pull_cache's
+and pull_blocks' clauses quote their recorded pages exactly (the pulls' also keep the level rule of
+spec/README.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from conformance_tests.spec import SpecError, load_spec, operation_spec_path, specified_operations
+from conformance_tests.spec.expect import Succeeds
 from conformance_tests.spec.model import Spec
 from tests.helpers.seeds import SEEDS
 from tests.spec.test_level_rule import supported_only_refusals, unlabelled_facts_musts
@@ -45,7 +47,7 @@ def _missing_quotes(spec: Spec, page: str) -> list[str]:
             for f in (x.strip() for x in c.source.zh.split(" ... ")) if f and _norm(f) not in page]
 
 
-@pytest.mark.parametrize("api", ["push_blocks", "pull_cache"])
+@pytest.mark.parametrize("api", ["push_blocks", "pull_cache", "pull_blocks"])
 def test_every_quote_is_on_its_page(api: str) -> None:
     page = _norm((SEEDS / f"{api}.zh.md").read_text(encoding="utf-8"))
     missing = _missing_quotes(load_spec(operation_spec_path(api)), page)
@@ -62,6 +64,16 @@ def test_a_changed_pull_cache_quote_is_found(tmp_path: pathlib.Path) -> None:
         "pull_cache.data.size_positive: '设置为>=0的整数，表示要拉取的tensor大小。'"]
 
 
+def test_a_changed_pull_blocks_quote_is_found(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "push_cache.yaml").write_bytes(operation_spec_path("push_cache").read_bytes())
+    raw = dict(yaml.safe_load(operation_spec_path("pull_blocks").read_text(encoding="utf-8")))
+    clause = next(c for c in raw["clauses"] if c["id"] == "pull_blocks.param.src_blocks.other_keys")
+    clause["source"]["zh"] = clause["source"]["zh"].replace("不填", "必填")  # the page's "leave empty", reversed
+    page = _norm((SEEDS / "pull_blocks.zh.md").read_text(encoding="utf-8"))
+    assert _missing_quotes(load_spec(_write(tmp_path, raw, "pull_blocks.yaml")), page) == [
+        "pull_blocks.param.src_blocks.other_keys: 'src_cache_key不是BlocksCacheKey时，必填。'"]
+
+
 def test_pull_cache_reads_its_key_on_the_remote_source_and_shares_push_cache_types() -> None:
     pull, cache = load_spec(operation_spec_path("pull_cache")), load_spec()
     op = pull.operation
@@ -69,18 +81,62 @@ def test_pull_cache_reads_its_key_on_the_remote_source_and_shares_push_cache_typ
     assert pull.types == cache.types and pull.signatures[0].default("batch_index") == 0
 
 
-def test_pull_cache_keeps_the_level_rule() -> None:
-    """The checks of tests/spec/test_level_rule.py (there run on push_cache), on pull_cache's clauses."""
-    clauses = yaml.safe_load(operation_spec_path("pull_cache").read_text(encoding="utf-8"))["clauses"]
+def test_pull_blocks_reads_its_key_on_the_remote_source_and_moves_block_lists() -> None:
+    pull, cache = load_spec(operation_spec_path("pull_blocks")), load_spec()
+    op = pull.operation
+    assert (op.direction, op.key, op.cache, op.unit) == ("pull", "src_cache_key", "dst_cache", "blocks")
+    assert (op.src_entries, op.dst_entries) == ("src_blocks", "dst_blocks") and op.lists and op.pulls
+    assert pull.types == cache.types
+    assert pull.signatures[0].default("src_blocks") == () and pull.signatures[0].default("dst_blocks") == ()
+
+
+@pytest.mark.parametrize("api", ["pull_cache", "pull_blocks"])
+def test_the_pulls_keep_the_level_rule(api: str) -> None:
+    """The checks of tests/spec/test_level_rule.py (there run on push_cache), on the pulls' clauses."""
+    clauses = yaml.safe_load(operation_spec_path(api).read_text(encoding="utf-8"))["clauses"]
     problems = supported_only_refusals(clauses) + unlabelled_facts_musts(clauses)
     assert not problems, "\n".join(problems)
 
 
-def test_pull_cache_deviations_are_on_blocking_clauses_only() -> None:
+@pytest.mark.parametrize("api", ["pull_cache", "pull_blocks"])
+def test_the_pulls_deviations_are_on_blocking_clauses_only(api: str) -> None:
     """A deviation says the vendor fails the clause: only a must or may clause can be failed that way (a should
     clause is the vendor's own behaviour)."""
-    spec = load_spec(operation_spec_path("pull_cache"))
+    spec = load_spec(operation_spec_path(api))
     assert all(c.level.name != "SHOULD" for c in spec.clauses if c.deviation)
+
+
+#: pull_blocks' inventory rules its spec does not carry under the same id, and where each went (or why not)
+PULL_BLOCKS_ELSEWHERE = {
+    "pull_blocks.param.src_blocks": "pull_blocks.param.src_blocks.type",
+    "pull_blocks.param.dst_blocks": "pull_blocks.param.dst_blocks.type",
+    "pull_blocks.native.host_blocks": "pull_blocks.restriction.block_lists.vendor_host_blocks",
+    "pull_blocks.data.counts": None,  # the counts procedure does not run a pull yet
+    "pull_blocks.history.valid_pulls": None,  # nor do the histories
+    "pull_blocks.restriction.device_pool.host_to_device": None,  # a blocks destination needs the device pool
+}
+
+
+def test_pull_blocks_carries_each_inventory_rule_or_says_where_it_went() -> None:
+    from conformance_tests.spec.inventory import load_inventory
+
+    ids = {c.id for c in load_spec(operation_spec_path("pull_blocks")).clauses}
+    missing = [r.id for r in load_inventory().of("pull_blocks") if r.id not in ids]
+    assert sorted(missing) == sorted(PULL_BLOCKS_ELSEWHERE)
+    assert {x for x in PULL_BLOCKS_ELSEWHERE.values() if x} <= ids
+
+
+def test_pull_blocks_from_a_contiguous_cache_is_confined_at_must_and_exact_at_should() -> None:
+    """The page documents the call (a key that is not a BlocksCacheKey, src_blocks empty) but not which bytes
+    land: the must clause judges only that nothing outside the listed blocks changes; the vendor's reading, the
+    exact bytes, refines it at should."""
+    spec = load_spec(operation_spec_path("pull_blocks"))
+    must = spec.clause("pull_blocks.data.from_contiguous")
+    should = spec.clause("pull_blocks.data.from_contiguous.blocks")
+    assert isinstance(must.expect, Succeeds) and isinstance(should.expect, Succeeds)
+    assert must.level.name == "MUST" and must.expect.post == "confined"
+    assert should.level.name == "SHOULD" and should.refines == must.id and should.expect.post == "exact"
+    assert [c.name for c in should.cases] == [c.name for c in must.cases]
 
 
 def _blocks_raw() -> dict[str, Any]:
