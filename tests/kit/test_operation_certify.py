@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conformance_tests.cli.exitcodes import USAGE_ERROR
-from conformance_tests.spec import load_spec, operation_spec_path
+from conformance_tests.spec import load_spec, operation_spec_path, specified_operations
 from tests.helpers import ROOT
 
 
@@ -58,8 +58,8 @@ def test_vendor_mode_fails_exactly_the_recorded_push_blocks_deviations(tmp_path,
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (("--operation", "pull_cache"), "--operation 'pull_cache': no packaged spec; the operations with one: "
-                                    "push_cache, push_blocks"),
+    (("--operation", "pull_kv"), "--operation 'pull_kv': no packaged spec; the operations with one: "
+                                 + ", ".join(specified_operations())),
     (("--operation", "push_blocks", "--spec", "spec/push_cache.yaml"),
      "--operation push_blocks certifies against its packaged spec; give it or --spec spec/push_cache.yaml"),
 ])
