@@ -165,12 +165,18 @@ def _parse_yaml(file: pathlib.Path, data: bytes) -> Any:
 # ---- scenarios ------------------------------------------------------------------------------------------------
 
 
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``override`` merged into a copy of ``base``: mappings merge key by key, anything else replaces."""
+#: the scenario keys whose entries are replaced whole, never merged: a call's arguments are values of the value
+#: language, so an overriding key ({key: CacheKeyByIdAndIndex, ...}) must not keep the baseline key's ``args``
+WHOLE_ENTRIES = frozenset({"call"})
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any] | None, *, whole: bool = False) -> dict[str, Any]:
+    """``override`` merged into a copy of ``base``: mappings merge key by key, anything else replaces; under
+    ``WHOLE_ENTRIES`` (``whole``) each entry replaces the baseline's whole."""
     out = dict(base)
     for key, value in (override or {}).items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = deep_merge(out[key], value)
+        if not whole and isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value, whole=key in WHOLE_ENTRIES)
         else:
             out[key] = value
     return out

@@ -388,3 +388,14 @@ def test_load_is_cached_and_sees_edits(write_spec: WriteSpec, mini_spec: dict[st
     assert second is not first
     assert second.clauses[0].title == "changed"
     assert second.sha256 != first.sha256
+
+
+def test_a_call_argument_in_a_scenario_override_replaces_the_baseline_value_whole():
+    """A key overriding the baseline key is a new value, not a merge: a CacheKeyByIdAndIndex given in a clause's
+    scenario must not keep the baseline BlocksCacheKey's ``args`` (which would make it another key)."""
+    from conformance_tests.spec.load import deep_merge
+
+    base = {"call": {"k": {"key": "BlocksCacheKey", "args": ["remote", 0]}, "n": 1}, "src": {"a": 1, "b": 2}}
+    got = deep_merge(base, {"call": {"k": {"key": "CacheKeyByIdAndIndex", "cluster": "remote"}}, "src": {"b": 3}})
+    assert got == {"call": {"k": {"key": "CacheKeyByIdAndIndex", "cluster": "remote"}, "n": 1},
+                   "src": {"a": 1, "b": 3}}, got
