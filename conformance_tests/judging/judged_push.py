@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..spec.model import Operation
     from ..testbed.testbed import CacheInfo, Call
 
 @dataclass(frozen=True)
@@ -20,7 +21,9 @@ class Push:
     """One transfer: ``local`` (named ``local_name`` in the script) calls ``operation`` (push_cache, push_blocks,
     ...: the spec's api) from ``src`` into ``dst`` on ``remote`` (named ``remote_name``), with ``call``'s
     arguments.  ``dst`` is None where the key names a cache the testbed does not hold (an id the server never
-    had); ``call`` is None until the arguments are built."""
+    had); ``call`` is None until the arguments are built.  ``kind``: the spec's ``operation`` section the
+    transfer is (its direction, key, entries: what the oracle plans and the run counts it by); None: the run's
+    spec's (a history of a pull run mixes in transfers of another operation, each judged as what it is)."""
 
     local_name: str
     remote_name: str
@@ -30,10 +33,15 @@ class Push:
     dst: CacheInfo | None
     operation: str
     call: Call | None = None
+    kind: Operation | None = None
 
     def with_call(self, call: Call) -> Push:
         """The same push with the arguments ``call``."""
         return replace(self, call=call)
+
+    def operation_or(self, run_operation: Operation) -> Operation:
+        """The operation this transfer is: its own ``kind``, else ``run_operation`` (the run's spec's)."""
+        return self.kind if self.kind is not None else run_operation
 
     @property
     def code(self) -> str:

@@ -75,8 +75,10 @@ class Observation:
     def transfer(self) -> oracle.Transfer | None:
         if self._transfer is ...:
             call, src = self.call, self.src
-            self._transfer = (oracle.plan(call.raw(), src.layout, self.tb.default_tnpl, self.tb.run.spec.operation)
-                              if call is not None and src is not None else None)
+            push = self.push
+            self._transfer = (oracle.plan(call.raw(), src.layout, self.tb.default_tnpl,
+                                          push.operation_or(self.tb.run.spec.operation))
+                              if call is not None and src is not None and push is not None else None)
         return self._transfer
 
     def expected_dst(self, *, prefix: bool = False) -> list[np.ndarray]:

@@ -36,7 +36,7 @@ def push_at_once(bed: Testbed, pushes: Sequence[Push], bound: float) -> tuple[li
     results: list[BaseException | None] = [None] * n
     seconds = [0.0] * n
     barrier = threading.Barrier(n)
-    fns = [push.local.cache_manager.push_cache for push in pushes]
+    fns = [getattr(push.local.cache_manager, push.operation) for push in pushes]
 
     def run(i: int) -> None:
         call = pushes[i].call
@@ -70,7 +70,8 @@ def landed(bed: Testbed, pushes: Sequence[Push], base: Model) -> dict[str, list[
         src, dst, call = push.src, push.dst, push.call
         assert src is not None and dst is not None and call is not None
         out = state.get(dst.name, base[dst.name])
-        transfer = oracle.plan(call.raw(), src.layout, bed.default_tnpl, bed.run.spec.operation)
+        transfer = oracle.plan(call.raw(), src.layout, bed.default_tnpl,
+                               push.operation_or(bed.run.spec.operation))
         if transfer is not None:
             out = oracle.expected_destination(base[src.name], out, transfer, src.layout, dst.layout)
         state[dst.name] = out

@@ -40,7 +40,8 @@ class Pusher:
         counters = bed.run.counters
         counters.push_calls += 1
         counters.layouts.add(layout_key(push.src, push.dst))
-        counters.coverage |= push_keys(bed.run.spec, bed.run.signature, call, push.src, push.dst)
+        if push.operation_or(bed.run.spec.operation) == bed.run.spec.operation:  # coverage is the run's spec's
+            counters.coverage |= push_keys(bed.run.spec, bed.run.signature, call, push.src, push.dst)
         start = time.monotonic()
         try:
             posargs, kwargs = call.build()
@@ -74,7 +75,7 @@ class Pusher:
         """The push's features, for the likely-cause analysis (the judge says which class they count in)."""
         bed = self.bed
         assert push.call is not None
-        op = bed.run.spec.operation
+        op = push.operation_or(bed.run.spec.operation)
         noted = features(push.call.raw(), push.src, push.dst, bed.default_tnpl, (op.src_entries, op.dst_entries))
         noted["returned"] = outcome.exc is None and not outcome.hung
         bed.run.counters.last_push = noted
