@@ -1499,3 +1499,449 @@ class blocks_device_to_host_moves_nothing(CacheManager):
         if local.placement == Placement.DEVICE and remote.placement == Placement.HOST:
             return []
         return super()._block_slices(a, link, local, remote, src_layer, dst_layer)
+
+
+# ---------------------------------------------------------------- pull_cache (spec/pull_cache.yaml)
+# Each overrides a hook of the reference's pull path (reference_impl/pull_cache.py, pull_transfer.py) or one it
+# shares with the pushes (link, remote lookup, timing), and is certified against pull_cache's spec.
+_PULL_ORDER = CacheManager.pull_cache_check_order
+
+
+def _pull_order_without(*steps: str) -> tuple[str, ...]:
+    return tuple(s for s in _PULL_ORDER if s not in steps)
+
+
+# ---- signature
+@mutant("declares size before batch_index (a positional call swaps them)",
+        ("pull_cache.signature.parameters", "pull_cache.signature.positional"))
+class pull_size_before_batch_index(CacheManager):
+    def pull_cache(self, cache_key, cache, size=-1, batch_index=0, **kwargs):  # type: ignore[no-untyped-def,override]
+        return super().pull_cache(cache_key, cache, batch_index, size, **kwargs)
+
+
+@mutant("takes batch_index and size as keyword-only parameters",
+        ("pull_cache.signature.positional", "pull_cache.signature.parameters"))
+class pull_keyword_only(CacheManager):
+    def pull_cache(self, cache_key, cache, *, batch_index=0, size=-1, **kwargs):  # type: ignore[no-untyped-def,override]
+        return super().pull_cache(cache_key, cache, batch_index, size, **kwargs)
+
+
+@mutant("reads tensor_num_per_layer from **kwargs under the name tensor_num (the keyword the page names is ignored)",
+        ("pull_cache.signature.kwargs",))
+class pull_tnpl_keyword_misspelt(CacheManager):
+    def pull_cache(self, cache_key, cache, batch_index=0, size=-1, **kwargs):  # type: ignore[no-untyped-def,override]
+        kwargs.pop("tensor_num_per_layer", None)
+        if "tensor_num" in kwargs:
+            kwargs["tensor_num_per_layer"] = kwargs.pop("tensor_num")
+        return super().pull_cache(cache_key, cache, batch_index, size, **kwargs)
+
+
+# the clause's case leaves the key's batch index at 0 too, so only the signature's default shows this defect
+@mutant("defaults batch_index to the key's batch index (None in the signature)", ("pull_cache.signature.parameters",))
+class pull_batch_index_from_key(CacheManager):
+    def pull_cache(self, cache_key, cache, batch_index=None, size=-1, **kwargs):  # type: ignore[no-untyped-def,override]
+        if batch_index is None:
+            batch_index = getattr(cache_key, "batch_index", 0)
+        return super().pull_cache(cache_key, cache, batch_index, size, **kwargs)
+
+
+@mutant("defaults batch_index to 1 (entries counted from one)",
+        ("pull_cache.signature.defaults.batch_index", "pull_cache.signature.parameters"))
+class pull_batch_index_default_one(CacheManager):
+    def pull_cache(self, cache_key, cache, batch_index=1, size=-1, **kwargs):  # type: ignore[no-untyped-def,override]
+        return super().pull_cache(cache_key, cache, batch_index, size, **kwargs)
+
+
+@mutant("defaults size to 0 (which its own check refuses)",
+        ("pull_cache.signature.defaults.size", "pull_cache.signature.parameters"))
+class pull_size_default_zero(CacheManager):
+    def pull_cache(self, cache_key, cache, batch_index=0, size=0, **kwargs):  # type: ignore[no-untyped-def,override]
+        return super().pull_cache(cache_key, cache, batch_index, size, **kwargs)
+
+
+@mutant("a layer range left out of **kwargs defaults to the first layer (an explicit None still means all)",
+        ("pull_cache.signature.defaults.layer_ranges",))
+class pull_first_layer_by_default(CacheManager):
+    def pull_cache(self, cache_key, cache, batch_index=0, size=-1, **kwargs):  # type: ignore[no-untyped-def,override]
+        kwargs.setdefault("src_layer_range", range(0, 1))
+        kwargs.setdefault("dst_layer_range", range(0, 1))
+        return super().pull_cache(cache_key, cache, batch_index, size, **kwargs)
+
+
+@mutant("defaults tensor_num_per_layer to 1", ("pull_cache.signature.defaults.tensor_num_per_layer",))
+class pull_tnpl_default_one(CacheManager):
+    def pull_cache(self, cache_key, cache, batch_index=0, size=-1, **kwargs):  # type: ignore[no-untyped-def,override]
+        kwargs.setdefault("tensor_num_per_layer", 1)
+        return super().pull_cache(cache_key, cache, batch_index, size, **kwargs)
+
+
+@mutant("returns the number of bytes pulled instead of None", ("pull_cache.signature.returns_none",))
+class pull_returns_bytes(CacheManager):
+    def pull_cache(self, cache_key, cache, batch_index=0, size=-1, **kwargs):  # type: ignore[no-untyped-def,override]
+        super().pull_cache(cache_key, cache, batch_index, size, **kwargs)
+        return self.pulled
+
+    def _pull_copy(self, a, link, pairs):  # type: ignore[no-untyped-def]
+        self.pulled = sum(src.size for src, _ in pairs)
+        super()._pull_copy(a, link, pairs)
+
+
+# ---- argument types and domains
+@mutant("does not check cache_key's type (a wrong one fails later, with AttributeError)",
+        ("pull_cache.param.cache_key.type",))
+class pull_key_type_unchecked(CacheManager):
+    pull_cache_check_order = _pull_order_without("_check_pull_key_type")
+
+
+@mutant("does not check cache's type (a wrong one fails later, with AttributeError)", ("pull_cache.param.cache.type",))
+class pull_cache_type_unchecked(CacheManager):
+    pull_cache_check_order = _pull_order_without("_check_pull_cache_type")
+
+
+@mutant("accepts a float batch_index (int() of it)", ("pull_cache.param.batch_index.type",))
+class pull_float_batch_index(CacheManager):
+    def _check_pull_batch_index(self, a):  # type: ignore[no-untyped-def]
+        if isinstance(a.batch_index, float):
+            a.batch_index = int(a.batch_index)
+        super()._check_pull_batch_index(a)
+
+
+@mutant("does not check size's type (so -1.0 passes as -1)", ("pull_cache.param.size.type",))
+class pull_size_type_unchecked(CacheManager):
+    pull_cache_check_order = _pull_order_without("_check_pull_size_type")
+
+
+@mutant("takes a list or tuple [start, stop] as a layer range", ("pull_cache.param.layer_range.type",))
+class pull_list_as_range(CacheManager):
+    def _pull_tensor_indices(self, a):  # type: ignore[no-untyped-def]
+        for name in ("src_layer_range", "dst_layer_range"):
+            r = getattr(a, name)
+            if isinstance(r, list | tuple) and len(r) == 2 and all(isinstance(x, int) for x in r):
+                setattr(a, name, range(*r))
+        super()._pull_tensor_indices(a)
+
+
+@mutant("truncates a float tensor_num_per_layer instead of refusing it", ("pull_cache.param.tensor_num_per_layer.type",))
+class pull_tnpl_truncated(CacheManager):
+    def _check_tnpl_type(self, a):  # type: ignore[no-untyped-def]
+        if isinstance(a.tensor_num_per_layer, float):
+            a.tensor_num_per_layer = int(a.tensor_num_per_layer)
+        super()._check_tnpl_type(a)
+
+
+@mutant("takes a negative tensor_num_per_layer as its absolute value (pull_cache)",
+        ("pull_cache.param.tensor_num_per_layer.domain",))
+class pull_abs_tnpl(_shared(abs_tnpl)):  # type: ignore[misc]
+    pass
+
+
+@mutant("with enable_remote_cache_accessible off, checks only the key's type before the native call",
+        ("pull_cache.param.types_with_option_off",))
+class pull_unchecked_with_option_off(CacheManager):
+    def pull_cache(self, cache_key, cache, batch_index=0, size=-1, **kwargs):  # type: ignore[no-untyped-def,override]
+        if not self._enable_remote_cache_accessible:
+            self.pull_cache_check_order = ("_check_pull_key_type", "_check_pull_cache_key", "_pull_tensor_indices")
+        return super().pull_cache(cache_key, cache, batch_index, size, **kwargs)
+
+
+@mutant("refuses a CacheKey whatever enable_remote_cache_accessible says (by id only)",
+        ("pull_cache.param.cache_key.by_request",))
+class pull_by_id_only(CacheManager):
+    def _check_pull_key_type(self, a):  # type: ignore[no-untyped-def]
+        check_isinstance("cache_key", a.cache_key, [CacheKeyByIdAndIndex], allow_none=False)
+
+
+@mutant("looks cache up by its cache_id alone: another node's Cache names the local cache with the same id",
+        ("pull_cache.param.cache.not_local",))
+class pull_foreign_cache_by_id(CacheManager):
+    def _resolve_local_cache(self, a):  # type: ignore[no-untyped-def]
+        entry = self.engine.caches.get(a.local_cache.cache_id) if self.engine.alive else None
+        return entry if entry is not None else super()._resolve_local_cache(a)
+
+
+@mutant("wraps a batch_index beyond the local batch around (modulo the batch size)",
+        ("pull_cache.param.batch_index.out_of_batch",))
+class pull_wraps_batch_index(CacheManager):
+    def _check_pull_batch(self, a, local):  # type: ignore[no-untyped-def]
+        a.batch_index %= local.batch_size
+        super()._check_pull_batch(a, local)
+
+
+# ---- layer ranges and tensor_num_per_layer
+class _PullStepAccepted(CacheManager):
+    """Accepts a layer range of any step on one side (``side``), pulling the layers it lists."""
+
+    side = "src"
+
+    def _pull_tensor_indices(self, a):  # type: ignore[no-untyped-def]
+        name = f"{self.side}_layer_range"
+        r = getattr(a, name)
+        if not (isinstance(r, range) and r.step != 1):
+            return super()._pull_tensor_indices(a)
+        setattr(a, name, None)
+        super()._pull_tensor_indices(a)
+        setattr(a, name, r)
+        tnpl = a.tensor_num_per_layer
+        setattr(a, f"{self.side}_indices", [layer * tnpl + k for layer in r for k in range(tnpl)])
+
+
+@mutant("accepts a source layer range of any step, pulling the layers it lists (range(0, 2, 2): layer 0)",
+        ("pull_cache.restriction.layer_range.step",))
+class pull_src_step_accepted(_PullStepAccepted):
+    side = "src"
+
+
+@mutant("accepts a destination layer range of any step, writing the layers it lists",
+        ("pull_cache.restriction.layer_range.step.dst",))
+class pull_dst_step_accepted(_PullStepAccepted):
+    side = "dst"
+
+
+@mutant("reads a set, empty layer range as all layers (the vendor's reading)",
+        ("pull_cache.restriction.layer_range.bounds",))
+class pull_empty_range_is_all(CacheManager):
+    pull_cache_check_order = _pull_order_without("_check_pull_ranges_not_empty")
+
+
+@mutant("drops the tensor indices past the local cache's end and pulls the rest",
+        ("pull_cache.restriction.layer_range.past_end",))
+class pull_dst_range_clipped(CacheManager):
+    def _check_pull_indices(self, a, local):  # type: ignore[no-untyped-def]
+        if a.dst_indices and a.dst_indices[-1] >= local.num_tensors:
+            keep = sum(d < local.num_tensors for d in a.dst_indices)
+            a.dst_indices, a.src_indices = a.dst_indices[:keep], a.src_indices[:keep]
+        super()._check_pull_indices(a, local)
+
+
+@mutant("drops the source tensor indices past the remote cache's end and pulls the rest",
+        ("pull_cache.remote.src_layer_out_of_range",))
+class pull_src_range_clipped(CacheManager):
+    def _tensor_index_pairs(self, a, local, remote):  # type: ignore[no-untyped-def]
+        if a.src_indices and a.src_indices[-1] >= remote.num_tensors:
+            keep = sum(s < remote.num_tensors for s in a.src_indices)
+            a.src_indices, a.dst_indices = a.src_indices[:keep], a.dst_indices[:keep]
+        return super()._tensor_index_pairs(a, local, remote)
+
+
+@mutant("reads an unset layer range as the first layer", ("pull_cache.restriction.layer_range.none_means_all",))
+class pull_none_is_first_layer(CacheManager):
+    def _pull_tensor_indices(self, a):  # type: ignore[no-untyped-def]
+        super()._pull_tensor_indices(a)
+        first = list(range(a.tensor_num_per_layer))
+        a.src_indices = a.src_indices if a.src_layer_range is not None else first
+        a.dst_indices = a.dst_indices if a.dst_layer_range is not None else first
+
+
+@mutant("writes into the source's layers: dst_layer_range is read as src_layer_range",
+        ("pull_cache.restriction.ranges.different_layers",))
+class pull_src_range_for_dst(CacheManager):
+    def _pull_tensor_indices(self, a):  # type: ignore[no-untyped-def]
+        super()._pull_tensor_indices(a)
+        if a.src_layer_range is not None and a.dst_layer_range is not None:
+            a.dst_indices = list(a.src_indices)
+
+
+@mutant("treats layer ranges as tensor indices", ("pull_cache.restriction.layer_range.indexes_layers",))
+class pull_layers_as_tensors(CacheManager):
+    def _pull_tensor_indices(self, a):  # type: ignore[no-untyped-def]
+        super()._pull_tensor_indices(a)
+        if a.src_indices:
+            a.src_indices = list(a.src_layer_range)
+        if a.dst_indices:
+            a.dst_indices = list(a.dst_layer_range)
+
+
+@mutant("lays a cache's tensors out K of every layer first, then V: layer i is tensors i, i+L, ...",
+        ("pull_cache.restriction.layer_range.kv_order",))
+class pull_k_then_v(CacheManager):
+    def _pull_tensor_indices(self, a):  # type: ignore[no-untyped-def]
+        super()._pull_tensor_indices(a)
+        layers = a.cache.cache_desc.num_tensors // a.tensor_num_per_layer
+
+        def planar(r):  # type: ignore[no-untyped-def]
+            return [layer + k * layers for layer in r for k in range(a.tensor_num_per_layer)]
+
+        if a.src_indices:
+            a.src_indices = planar(a.src_layer_range)
+        if a.dst_indices:
+            a.dst_indices = planar(a.dst_layer_range)
+
+
+@mutant("bounds tensor_num_per_layer by the tensor count exclusively (off by one: all tensors in one layer refused)",
+        ("pull_cache.restriction.tensor_num_per_layer.valid",))
+class pull_tnpl_bound_off_by_one(CacheManager):
+    def _check_pull_tnpl_upper_bound(self, a):  # type: ignore[no-untyped-def]
+        num_tensors = a.local_cache.cache_desc.num_tensors
+        raise_if_false(a.tensor_num_per_layer < num_tensors, "[pull_cache] param check failed, "
+                       "tensor_num_per_layer ({0}) is invalid, should [1, {1})", a.tensor_num_per_layer, num_tensors)
+
+
+@mutant("does not bound tensor_num_per_layer by the tensor count when no range is given (the vendor's reading)",
+        ("pull_cache.restriction.tensor_num_per_layer.range",))
+class pull_tnpl_unbounded(CacheManager):
+    pull_cache_check_order = _pull_order_without("_check_pull_tnpl_upper_bound")
+
+
+@mutant("does not check that tensor_num_per_layer divides the tensor count",
+        ("pull_cache.restriction.tensor_num_per_layer.divisor",))
+class pull_tnpl_not_divisor(CacheManager):
+    def _check_pull_indices(self, a, local):  # type: ignore[no-untyped-def]
+        super()._check_pull_indices(replace(a, tensor_num_per_layer=1), local)
+
+
+@mutant("accepts a CacheKey with enable_remote_cache_accessible on", ("pull_cache.restriction.remote_accessible.key_type",))
+class pull_cache_key_with_option_on(CacheManager):
+    def _check_pull_key_type(self, a):  # type: ignore[no-untyped-def]
+        check_isinstance("cache_key", a.cache_key, [CacheKey, CacheKeyByIdAndIndex], allow_none=False)
+
+
+# ---- the remote side
+@mutant("links on demand: pulls from any cluster on the fabric, linked or not",
+        ("pull_cache.remote.not_linked", "pull_cache.remote.unlinked_after_link"))
+class pull_links_on_demand(CacheManager):
+    def _resolve_link(self, a):  # type: ignore[no-untyped-def]
+        fabric = self.engine.fabric
+        if a.peer_cluster_id != self.engine.cluster_id and fabric.usable_link(self.engine, a.peer_cluster_id) is None:
+            fabric.link(self.engine, a.peer_cluster_id)
+        return super()._resolve_link(a)
+
+
+@mutant("falls back to the remote's first cache when the key's cache id is unknown (pull_cache)",
+        ("pull_cache.remote.unknown_cache",))
+class pull_unknown_cache_fallback(_shared(unknown_cache_fallback)):  # type: ignore[misc]
+    pass
+
+
+@mutant("wraps a key's batch index beyond the remote batch around (modulo its batch size)",
+        ("pull_cache.remote.batch_out_of_range",))
+class pull_wraps_remote_batch(CacheManager):
+    def _pull_cache_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        a.src_batch %= remote.batch_size
+        return super()._pull_cache_slices(a, local, remote)
+
+
+@mutant("blames the link for a refused pull and fails every later pull over it",
+        ("pull_cache.remote.link_after_refusal",))
+class pull_poisoned_after_refusal(_Poisoning):
+    def pull_cache(self, cache_key, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        try:
+            super().pull_cache(cache_key, *args, **kwargs)
+        except (TypeError, ValueError, LLMException) as exc:
+            link = self.engine.fabric.usable_link(self.engine, getattr(cache_key, "cluster_id", -1))
+            if link is not None and not (isinstance(exc, LLMException) and exc.status_code in (
+                    LLMStatusCode.LLM_TIMEOUT, LLMStatusCode.LLM_NOT_YET_LINK)):
+                self.poison(link)
+            raise
+
+
+# ---- data
+@mutant("drops the last tensor of a pull of more than one tensor", ("pull_cache.data.postcondition",))
+class pull_drops_last_tensor(CacheManager):
+    def _tensor_index_pairs(self, a, local, remote):  # type: ignore[no-untyped-def]
+        pairs = super()._tensor_index_pairs(a, local, remote)
+        return pairs[:-1] if len(pairs) > 1 else pairs
+
+
+@mutant("always reads remote batch 0, whatever the key's batch index", ("pull_cache.data.remote_batch_slice",))
+class pull_remote_batch_zero(CacheManager):
+    def _pull_cache_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        a.src_batch = 0
+        return super()._pull_cache_slices(a, local, remote)
+
+
+@mutant("always writes local batch 0, whatever batch_index says", ("pull_cache.data.local_batch_slice",))
+class pull_local_batch_zero(CacheManager):
+    def _pull_cache_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        a.batch_index = 0
+        return super()._pull_cache_slices(a, local, remote)
+
+
+@mutant("reads size -1 as one entry's element count, not its bytes (the item size forgotten)",
+        ("pull_cache.data.size_default",))
+class pull_size_in_elements(CacheManager):
+    def _pull_cache_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        if a.size == -1:
+            a.size = local.stride // a.cache.cache_desc.data_type.itemsize
+        return super()._pull_cache_slices(a, local, remote)
+
+
+@mutant("ignores a positive size: always pulls the whole entry", ("pull_cache.data.size_positive",))
+class pull_ignores_size(CacheManager):
+    def _pull_cache_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        a.size = -1
+        return super()._pull_cache_slices(a, local, remote)
+
+
+@mutant("moves nothing from a device source into a host destination (pull_cache)", ("pull_cache.data.placements",))
+class pull_device_to_host_moves_nothing(CacheManager):
+    def _pull_cache_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        pairs = super()._pull_cache_slices(a, local, remote)
+        return [] if remote.placement == Placement.DEVICE and local.placement == Placement.HOST else pairs
+
+
+@mutant("pulls each tensor one byte short for 8-byte element types", ("pull_cache.data.dtypes",))
+class pull_short_for_8_byte_types(CacheManager):
+    def _pull_cache_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        pairs = super()._pull_cache_slices(a, local, remote)
+        if a.cache.cache_desc.data_type not in (DataType.DT_INT64, DataType.DT_UINT64, DataType.DT_DOUBLE):
+            return pairs
+        return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
+
+
+@mutant("drops every tensor pair naming a tensor at index 8 or above", ("pull_cache.data.any_setup",))
+class pull_past_eight_tensors_dropped(CacheManager):
+    def _tensor_index_pairs(self, a, local, remote):  # type: ignore[no-untyped-def]
+        return [(s, d) for s, d in super()._tensor_index_pairs(a, local, remote) if s < 8 and d < 8]
+
+
+@mutant("writes into a local cache this node has deallocated", ("pull_cache.safety.deallocated_destination",))
+class pull_into_deallocated(CacheManager):
+    def _resolve_local_cache(self, a):  # type: ignore[no-untyped-def]
+        entry = self.engine.lookup(a.local_cache.cache_id, include_dead=True) if self._owns(a.local_cache) else None
+        return entry if entry is not None else super()._resolve_local_cache(a)
+
+    def _pull_transfer(self, a, link, local, remote, pairs):  # type: ignore[no-untyped-def]
+        seconds = self._transfer_seconds(a, link, self._pairs_nbytes(pairs))
+        if seconds > 0:
+            self._await_transfer(a, link, seconds)
+        with local.lock:   # the source is checked; the destination is not
+            if not self._pull_source_alive(link, remote):
+                raise self._native_error(a, LLMStatusCode.LLM_KV_CACHE_NOT_EXIST, "a cache was deallocated")
+            self._pull_copy(a, link, pairs)
+
+
+# ---- timeouts
+@mutant("never times out (pull_cache): a slow transfer waits as long as it takes",
+        ("pull_cache.timeout.exceeded", "pull_cache.timeout.dropped_link"))
+class pull_never_times_out(_shared(never_times_out)):  # type: ignore[misc]
+    pass
+
+
+@mutant("does not see a dropped link: the transfer goes through at the link's speed",
+        ("pull_cache.timeout.dropped_link",))
+class pull_ignores_dropped_link(CacheManager):
+    def _transfer_seconds(self, a, link, nbytes):  # type: ignore[no-untyped-def]
+        return link.params.seconds_for(nbytes) + self.engine.faults.send_delay_s
+
+
+@mutant("reads sync_kv_timeout as seconds where it is milliseconds, then as milliseconds (pull_cache)",
+        ("pull_cache.timeout.within_budget",))
+class pull_timeout_converted_twice(_shared(timeout_converted_twice)):  # type: ignore[misc]
+    pass
+
+
+@mutant("keeps pulling over a link whose remote node died: reads its memory and returns normally",
+        ("pull_cache.timeout.dead_peer",))
+class pull_from_dead_peer(CacheManager):
+    def _resolve_link(self, a):  # type: ignore[no-untyped-def]
+        engine, cluster_id = self.engine, a.peer_cluster_id
+        link = engine.fabric.links.get((engine.cluster_id, cluster_id))
+        if link is not None and link.client is engine and engine.fabric.nodes.get(cluster_id) is link.server:
+            return link   # no liveness check of the server
+        return super()._resolve_link(a)
+
+
+@mutant("leaves a link in its error state after a pull timed out: every later pull over it raises LLM_TIMEOUT at once",
+        ("pull_cache.timeout.link_recovers",))
+class pull_poisoned_after_timeout(_shared(poisoned_after_timeout)):  # type: ignore[misc]
+    pass
