@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .cache import Cache
 from .cache_keys import BlocksCacheKey, CacheKey, CacheKeyByIdAndIndex
 from .checks import check_isinstance
-from .pull_transfer import PullSteps
+from .pull_transfer import PULL_DOC_BOUNDS, PullSteps
 from .push_blocks import num_blocks
 from .status import LLMStatusCode, raise_if_false
 from .transfer_args import NUM_TENSORS_PER_LAYER, PullArgs, SlicePairs, Span
@@ -34,7 +34,7 @@ PULL_BLOCKS_CHECKS: tuple[str, ...] = (
 class PullBlocksMixin(LayerArgumentChecks, PullSteps):
     """pull_blocks and its own steps; mixed into CacheManager."""
 
-    pull_blocks_check_order: tuple[str, ...] = PULL_BLOCKS_CHECKS
+    pull_blocks_check_order: tuple[str, ...] = PULL_BLOCKS_CHECKS + PULL_DOC_BOUNDS
 
     def pull_blocks(self, src_cache_key: CacheKey | CacheKeyByIdAndIndex | BlocksCacheKey, dst_cache: Cache,
                     src_blocks: Any = (), dst_blocks: Any = (), **kwargs: Any) -> None:

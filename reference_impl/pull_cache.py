@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .cache import Cache
 from .cache_keys import CacheKey, CacheKeyByIdAndIndex
 from .checks import check_int64, check_isinstance, check_uint32
-from .pull_transfer import PullSteps
+from .pull_transfer import PULL_DOC_BOUNDS, PullSteps
 from .status import LLMStatusCode, raise_if_false, raise_if_true
 from .transfer_args import NUM_TENSORS_PER_LAYER, PullArgs, SlicePairs, Span
 from .transfer_checks import LayerArgumentChecks
@@ -31,15 +31,6 @@ PULL_CACHE_CHECKS: tuple[str, ...] = (
     "_check_pull_cache_key",        # 9
     "_pull_tensor_indices",         # 10
 )
-
-#: the page's bounds the vendor lacks (VendorPushMixin drops them): a layer range that is set names layers, and
-#: tensor_num_per_layer is in [1, the cache's tensor count] (the native divisibility check bounds it only when a
-#: range is given)
-PULL_DOC_BOUNDS: tuple[str, ...] = (
-    "_check_pull_ranges_not_empty",
-    "_check_pull_tnpl_upper_bound",
-)
-
 
 class PullCacheMixin(LayerArgumentChecks, PullSteps):
     """pull_cache and its own steps; mixed into CacheManager."""

@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from .fabric import Link
 
 
+#: the page's bounds the vendor lacks, after the pulls' Python checks (VendorPushMixin drops them): a layer range
+#: that is set names layers, and tensor_num_per_layer is in [1, the cache's tensor count] (the native divisibility
+#: check bounds it only when a range is given)
+PULL_DOC_BOUNDS: tuple[str, ...] = (
+    "_check_pull_ranges_not_empty",
+    "_check_pull_tnpl_upper_bound",
+)
+
+
 def layer_range_to_tensor_indices(name: str, layer_range: Any, tnpl: int) -> list[int]:
     """``layer_range_to_tensor_indices`` (facts §2 pull_cache 10): None or an empty range is [] (all); layer L
     covers tensors [L*tnpl, (L+1)*tnpl)."""

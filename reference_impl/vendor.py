@@ -24,9 +24,10 @@ quirks, for tests of code written against the real package.
 * a link whose transfer timed out fails fast (the transfer layer's circuit breaker, ADXL's link fast-fail): every
   later push or pull over it raises LLM_FAILED at once, until the clusters are unlinked and linked again (a pull
   goes over the link's comm entity as a push does, so its timeout trips the link too);
-* pull_cache checks exactly the vendor's steps 1..10 (facts §2 pull_cache): a layer range that is set and empty
-  is an empty tensor-index list, read as all the tensors, and with both ranges unset a tensor_num_per_layer
-  above the tensor count is not bounded (empty index lists pull every tensor).
+* pull_cache and pull_blocks check exactly the vendor's Python steps (facts §2 pull_cache 1..10, pull_blocks
+  1..5 and the tensor indices): a layer range that is set and empty is an empty tensor-index list, read as all
+  the tensors, and with both ranges unset a tensor_num_per_layer above the tensor count is not bounded (empty
+  index lists pull every tensor).
 
 Shared with the reference (both model the vendor there): the link-time llm.EnableRemoteCacheAccessible check,
 the first-attempt table sync, the per-layer native checks N1-N11, no rollback, the status codes.
@@ -52,6 +53,7 @@ from .config import LLMConfig, LlmConfig
 from .enums import DataType, LLMRole, Placement
 from .fabric import Fabric
 from .llm_datadist import LLMDataDist as _ReferenceLLMDataDist
+from .pull_blocks import PULL_BLOCKS_CHECKS
 from .pull_cache import PULL_CACHE_CHECKS
 from .push_blocks import PUSH_BLOCKS_ARGUMENT_CHECKS
 from .push_cache import ARGUMENT_CHECKS, PushCacheMixin
@@ -73,9 +75,10 @@ class VendorPushMixin(PushCacheMixin):
     #: and source type checks (it fails later with AttributeError)
     push_blocks_check_order = ("_check_push_enabled",) + PUSH_BLOCKS_ARGUMENT_CHECKS
     blocks_allow_none = True
-    #: pull_cache: the vendor's steps 1..10 alone, none of the page's bounds (an empty range means all layers,
+    #: the pulls: the vendor's Python steps alone, none of the page's bounds (an empty range means all layers,
     #: tensor_num_per_layer is not bounded by the tensor count when no range is given)
     pull_cache_check_order = PULL_CACHE_CHECKS
+    pull_blocks_check_order = PULL_BLOCKS_CHECKS
     #: llm.SyncKvCacheWaitTime bounds each layer's transfer, not the whole push (facts §1.3 N12, §5)
     sync_timeout_scope = "layer"
 

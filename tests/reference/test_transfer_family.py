@@ -355,6 +355,23 @@ def test_pull_cache_by_cache_key_with_the_option_off() -> None:
 # ---- pull_blocks ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("kw", [{"src_layer_range": range(0, 0), "dst_layer_range": range(0, 0)},
+                                {"src_layer_range": range(2, 1)}, {"tensor_num_per_layer": 5}],
+                         ids=["empty_ranges", "reversed_src", "tnpl_above_the_tensors"])
+def test_pull_blocks_page_bounds_in_normal_mode_only(env: SimpleNamespace, vendor_env: SimpleNamespace,
+                                                     kw: dict[str, Any]) -> None:
+    """The page's bounds (an empty range names no layer; tensor_num_per_layer in [1, T]); the vendor reads both as
+    every tensor."""
+    before = everything(env)
+    exc = raises(lambda: env.cm.pull_blocks(BlocksCacheKey(2, MODEL), env.blocks1, [1], [0], **kw))
+    assert kind(exc) == INVALID, exc
+    assert changed(before, everything(env)) == []
+    vendor_before = everything(vendor_env)
+    vendor_env.cm.pull_blocks(BlocksCacheKey(2, MODEL), vendor_env.blocks1, [1], [0], **kw)
+    after = everything(vendor_env)
+    assert all(np.array_equal(after[1][t][:16], vendor_before[3][t][16:32]) for t in range(4))
+
+
 def test_pull_blocks_block_to_block(env: SimpleNamespace) -> None:
     before = everything(env)
     env.cm.pull_blocks(BlocksCacheKey(2, MODEL), env.blocks1, [1, 2], [0, 4])
