@@ -20,7 +20,7 @@ import numpy as np
 
 from reference_impl.backend import API, ReferenceBackend
 from reference_impl.cache_desc import CacheDesc
-from reference_impl.cache_keys import CacheKey, CacheKeyByIdAndIndex
+from reference_impl.cache_keys import BlocksCacheKey, CacheKey, CacheKeyByIdAndIndex
 from reference_impl.cache_manager import CacheManager
 from reference_impl.checks import check_isinstance
 from reference_impl.enums import DataType, Placement
@@ -1944,4 +1944,334 @@ class pull_from_dead_peer(CacheManager):
 @mutant("leaves a link in its error state after a pull timed out: every later pull over it raises LLM_TIMEOUT at once",
         ("pull_cache.timeout.link_recovers",))
 class pull_poisoned_after_timeout(_shared(poisoned_after_timeout)):  # type: ignore[misc]
+    pass
+
+
+# ---------------------------------------------------------------- pull_blocks (spec/pull_blocks.yaml)
+# Its own hooks (reference_impl/pull_blocks.py: signature, check order, block slices) get their own defects; the
+# steps it shares with pull_cache (tensor indices, local checks, link, source, transfer) take pull_cache's
+# defects above, each certified against pull_blocks' spec, so its clauses must catch them too.
+_PULL_BLOCKS_ORDER = CacheManager.pull_blocks_check_order
+
+
+# ---- signature
+@mutant("declares dst_blocks before src_blocks (a positional call swaps the lists)",
+        ("pull_blocks.signature.parameters", "pull_blocks.signature.positional"))
+class pull_blocks_lists_swapped(CacheManager):
+    def pull_blocks(self, src_cache_key, dst_cache, dst_blocks=(), src_blocks=(),  # type: ignore[no-untyped-def,override]
+                    **kwargs):
+        return super().pull_blocks(src_cache_key, dst_cache, src_blocks, dst_blocks, **kwargs)
+
+
+@mutant("reads tensor_num_per_layer from **kwargs under the name tensor_num (pull_blocks)",
+        ("pull_blocks.signature.kwargs",))
+class pull_blocks_tnpl_keyword_misspelt(CacheManager):
+    def pull_blocks(self, src_cache_key, dst_cache, src_blocks=(), dst_blocks=(),  # type: ignore[no-untyped-def,override]
+                    **kwargs):
+        kwargs.pop("tensor_num_per_layer", None)
+        if "tensor_num" in kwargs:
+            kwargs["tensor_num_per_layer"] = kwargs.pop("tensor_num")
+        return super().pull_blocks(src_cache_key, dst_cache, src_blocks, dst_blocks, **kwargs)
+
+
+@mutant("a layer range left out of **kwargs defaults to the first layer (pull_blocks)",
+        ("pull_blocks.signature.defaults.layer_ranges",))
+class pull_blocks_first_layer_by_default(CacheManager):
+    def pull_blocks(self, src_cache_key, dst_cache, src_blocks=(), dst_blocks=(),  # type: ignore[no-untyped-def,override]
+                    **kwargs):
+        kwargs.setdefault("src_layer_range", range(0, 1))
+        kwargs.setdefault("dst_layer_range", range(0, 1))
+        return super().pull_blocks(src_cache_key, dst_cache, src_blocks, dst_blocks, **kwargs)
+
+
+@mutant("defaults tensor_num_per_layer to 1 (pull_blocks)", ("pull_blocks.signature.defaults.tensor_num_per_layer",))
+class pull_blocks_tnpl_default_one(CacheManager):
+    def pull_blocks(self, src_cache_key, dst_cache, src_blocks=(), dst_blocks=(),  # type: ignore[no-untyped-def,override]
+                    **kwargs):
+        kwargs.setdefault("tensor_num_per_layer", 1)
+        return super().pull_blocks(src_cache_key, dst_cache, src_blocks, dst_blocks, **kwargs)
+
+
+@mutant("defaults src_blocks to None, which its own type check refuses",
+        ("pull_blocks.signature.defaults.src_blocks", "pull_blocks.signature.parameters"))
+class pull_blocks_src_blocks_default_none(CacheManager):
+    def pull_blocks(self, src_cache_key, dst_cache, src_blocks=None, dst_blocks=(),  # type: ignore[no-untyped-def,override]
+                    **kwargs):
+        return super().pull_blocks(src_cache_key, dst_cache, src_blocks, dst_blocks, **kwargs)
+
+
+@mutant("returns the number of bytes pulled instead of None (pull_blocks)", ("pull_blocks.signature.returns_none",))
+class pull_blocks_returns_bytes(CacheManager):
+    def pull_blocks(self, src_cache_key, dst_cache, src_blocks=(), dst_blocks=(),  # type: ignore[no-untyped-def,override]
+                    **kwargs):
+        super().pull_blocks(src_cache_key, dst_cache, src_blocks, dst_blocks, **kwargs)
+        return self.pulled
+
+    def _pull_copy(self, a, link, pairs):  # type: ignore[no-untyped-def]
+        self.pulled = sum(src.size for src, _ in pairs)
+        super()._pull_copy(a, link, pairs)
+
+
+# ---- argument types
+@mutant("does not check src_cache_key's type (a wrong one fails later, with AttributeError)",
+        ("pull_blocks.param.src_cache_key.type",))
+class pull_blocks_key_type_unchecked(CacheManager):
+    def _check_pull_blocks_types(self, a):  # type: ignore[no-untyped-def]
+        super()._check_pull_blocks_types(replace(a, cache_key=CacheKeyByIdAndIndex(0, 1)))
+
+
+@mutant("does not check dst_cache's type (a wrong one fails later, with AttributeError)",
+        ("pull_blocks.param.dst_cache.type",))
+class pull_blocks_dst_type_unchecked(CacheManager):
+    def _check_pull_blocks_types(self, a):  # type: ignore[no-untyped-def]
+        check_isinstance("src_cache_key", a.cache_key, [CacheKey, CacheKeyByIdAndIndex, BlocksCacheKey],
+                         allow_none=False)
+        check_isinstance("src_blocks", a.src_blocks, [list, tuple], int, allow_none=False)
+        check_isinstance("dst_blocks", a.dst_blocks, [list, tuple], int, allow_none=False)
+
+
+@mutant("coerces each block index with int() instead of refusing a non-int (pull_blocks)",
+        ("pull_blocks.param.src_blocks.type", "pull_blocks.param.dst_blocks.type"))
+class pull_blocks_coerced_to_int(CacheManager):
+    def _check_pull_blocks_types(self, a):  # type: ignore[no-untyped-def]
+        for name in ("src_blocks", "dst_blocks"):
+            items = getattr(a, name)
+            if isinstance(items, (list, tuple)) and all(isinstance(b, (int, float)) for b in items):
+                setattr(a, name, [int(b) for b in items])
+        super()._check_pull_blocks_types(a)
+
+
+@mutant("takes a list or tuple [start, stop] as a layer range (pull_blocks)", ("pull_blocks.param.layer_range.type",))
+class pull_blocks_list_as_range(_shared(pull_list_as_range)):  # type: ignore[misc]
+    pass
+
+
+@mutant("truncates a float tensor_num_per_layer instead of refusing it (pull_blocks)",
+        ("pull_blocks.param.tensor_num_per_layer.type",))
+class pull_blocks_tnpl_truncated(_shared(pull_tnpl_truncated)):  # type: ignore[misc]
+    pass
+
+
+@mutant("takes a negative tensor_num_per_layer as its absolute value (pull_blocks)",
+        ("pull_blocks.param.tensor_num_per_layer.domain",))
+class pull_blocks_abs_tnpl(_shared(abs_tnpl)):  # type: ignore[misc]
+    pass
+
+
+@mutant("with enable_remote_cache_accessible off, checks only the key's type before the native call (pull_blocks)",
+        ("pull_blocks.param.types_with_option_off",))
+class pull_blocks_unchecked_with_option_off(CacheManager):
+    def pull_blocks(self, src_cache_key, dst_cache, src_blocks=(), dst_blocks=(),  # type: ignore[no-untyped-def,override]
+                    **kwargs):
+        if not self._enable_remote_cache_accessible:
+            self.pull_blocks_check_order = ("_check_pull_cache_key", "_pull_tensor_indices")
+        return super().pull_blocks(src_cache_key, dst_cache, src_blocks, dst_blocks, **kwargs)
+
+
+@mutant("takes only a BlocksCacheKey or a CacheKeyByIdAndIndex as src_cache_key (a CacheKey is refused)",
+        ("pull_blocks.param.src_cache_key.by_request",))
+class pull_blocks_cache_key_refused(CacheManager):
+    def _check_pull_blocks_types(self, a):  # type: ignore[no-untyped-def]
+        check_isinstance("src_cache_key", a.cache_key, [CacheKeyByIdAndIndex, BlocksCacheKey], allow_none=False)
+        super()._check_pull_blocks_types(a)
+
+
+@mutant("looks dst_cache up by its cache_id alone: another node's Cache names the local cache with the same id",
+        ("pull_blocks.param.dst_cache.not_local",))
+class pull_blocks_foreign_cache_by_id(_shared(pull_foreign_cache_by_id)):  # type: ignore[misc]
+    pass
+
+
+# ---- a contiguous source (C2B)
+@mutant("cuts every listed local block from the start of the remote entry (the block's position in the list ignored)",
+        ("pull_blocks.data.from_contiguous",))
+class pull_blocks_entry_start_each(CacheManager):
+    def _pull_blocks_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        if a.src_blocks:
+            return super()._pull_blocks_slices(a, local, remote)
+        return [pair for db in a.dst_blocks
+                for pair in super()._pull_blocks_slices(replace(a, dst_blocks=[db]), local, remote)]
+
+
+@mutant("wraps a key's batch index beyond the remote contiguous cache around (modulo its batch size)",
+        ("pull_blocks.remote.entry_out_of_range",))
+class pull_blocks_wraps_remote_entry(CacheManager):
+    def _pull_blocks_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        if not a.src_blocks and not remote.is_blocks:
+            a.src_batch %= remote.batch_size
+        return super()._pull_blocks_slices(a, local, remote)
+
+
+# ---- layer ranges and tensor_num_per_layer (the shared tensor-index steps)
+@mutant("accepts a source layer range of any step, pulling the layers it lists (pull_blocks)",
+        ("pull_blocks.restriction.layer_range.step",))
+class pull_blocks_src_step_accepted(_shared(pull_src_step_accepted)):  # type: ignore[misc]
+    pass
+
+
+@mutant("accepts a destination layer range of any step, writing the layers it lists (pull_blocks)",
+        ("pull_blocks.restriction.layer_range.step.dst",))
+class pull_blocks_dst_step_accepted(_shared(pull_dst_step_accepted)):  # type: ignore[misc]
+    pass
+
+
+@mutant("reads a set, empty layer range as all layers (the vendor's reading; pull_blocks)",
+        ("pull_blocks.restriction.layer_range.bounds",))
+class pull_blocks_empty_range_is_all(CacheManager):
+    pull_blocks_check_order = tuple(s for s in _PULL_BLOCKS_ORDER if s != "_check_pull_ranges_not_empty")
+
+
+@mutant("drops the tensor indices past the local cache's end and pulls the rest (pull_blocks)",
+        ("pull_blocks.restriction.layer_range.past_end",))
+class pull_blocks_dst_range_clipped(_shared(pull_dst_range_clipped)):  # type: ignore[misc]
+    pass
+
+
+@mutant("drops the source tensor indices past the remote cache's end and pulls the rest (pull_blocks)",
+        ("pull_blocks.remote.src_layer_out_of_range",))
+class pull_blocks_src_range_clipped(_shared(pull_src_range_clipped)):  # type: ignore[misc]
+    pass
+
+
+@mutant("reads an unset layer range as the first layer (pull_blocks)",
+        ("pull_blocks.restriction.layer_range.none_means_all",))
+class pull_blocks_none_is_first_layer(_shared(pull_none_is_first_layer)):  # type: ignore[misc]
+    pass
+
+
+@mutant("writes into the source's layers: dst_layer_range is read as src_layer_range (pull_blocks)",
+        ("pull_blocks.restriction.ranges.different_layers",))
+class pull_blocks_src_range_for_dst(_shared(pull_src_range_for_dst)):  # type: ignore[misc]
+    pass
+
+
+@mutant("treats layer ranges as tensor indices (pull_blocks)", ("pull_blocks.restriction.layer_range.indexes_layers",))
+class pull_blocks_layers_as_tensors(_shared(pull_layers_as_tensors)):  # type: ignore[misc]
+    pass
+
+
+@mutant("lays a cache's tensors out K of every layer first, then V (pull_blocks)",
+        ("pull_blocks.restriction.layer_range.kv_order",))
+class pull_blocks_k_then_v(_shared(pull_k_then_v)):  # type: ignore[misc]
+    pass
+
+
+@mutant("bounds tensor_num_per_layer by the tensor count exclusively (off by one; pull_blocks)",
+        ("pull_blocks.restriction.tensor_num_per_layer.valid",))
+class pull_blocks_tnpl_bound_off_by_one(_shared(pull_tnpl_bound_off_by_one)):  # type: ignore[misc]
+    pass
+
+
+@mutant("does not bound tensor_num_per_layer by the tensor count when no range is given (the vendor's reading; "
+        "pull_blocks)", ("pull_blocks.restriction.tensor_num_per_layer.range",))
+class pull_blocks_tnpl_unbounded(CacheManager):
+    pull_blocks_check_order = tuple(s for s in _PULL_BLOCKS_ORDER if s != "_check_pull_tnpl_upper_bound")
+
+
+@mutant("does not check that tensor_num_per_layer divides the tensor count (pull_blocks)",
+        ("pull_blocks.restriction.tensor_num_per_layer.divisor",))
+class pull_blocks_tnpl_not_divisor(_shared(pull_tnpl_not_divisor)):  # type: ignore[misc]
+    pass
+
+
+@mutant("refuses a remote host blocks cache pulled into a local device one",
+        ("pull_blocks.restriction.host_to_device.blocks_ok",))
+class pull_blocks_refuses_host_to_device(CacheManager):
+    def _pull_blocks_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        if remote.placement == Placement.HOST and local.placement == Placement.DEVICE:
+            raise self._native_error(a, LLMStatusCode.LLM_PARAM_INVALID, "host to device is not supported")
+        return super()._pull_blocks_slices(a, local, remote)
+
+
+# ---- the remote side
+@mutant("links on demand: pulls from any cluster on the fabric, linked or not (pull_blocks)",
+        ("pull_blocks.remote.not_linked", "pull_blocks.remote.unlinked_after_link"))
+class pull_blocks_links_on_demand(_shared(pull_links_on_demand)):  # type: ignore[misc]
+    pass
+
+
+@mutant("falls back to the remote node's first blocks cache when no cache has the key's model_id (pull_blocks)",
+        ("pull_blocks.remote.unknown_cache",))
+class pull_blocks_unknown_model_fallback(_shared(blocks_unknown_model_fallback)):  # type: ignore[misc]
+    pass
+
+
+@mutant("blames the link for a refused pull_blocks and fails every later pull over it",
+        ("pull_blocks.remote.link_after_refusal",))
+class pull_blocks_poisoned_after_refusal(_Poisoning):
+    def pull_blocks(self, src_cache_key, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        try:
+            super().pull_blocks(src_cache_key, *args, **kwargs)
+        except (TypeError, ValueError, LLMException) as exc:
+            link = self.engine.fabric.usable_link(self.engine, getattr(src_cache_key, "cluster_id", -1))
+            if link is not None and not (isinstance(exc, LLMException) and exc.status_code in (
+                    LLMStatusCode.LLM_TIMEOUT, LLMStatusCode.LLM_NOT_YET_LINK)):
+                self.poison(link)
+            raise
+
+
+# ---- data
+@mutant("sorts both block lists before pairing them (pull_blocks: block order lost)",
+        ("pull_blocks.data.postcondition",))
+class pull_blocks_sorted(CacheManager):
+    def _pull_blocks_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        moved = replace(a, src_blocks=sorted(a.src_blocks), dst_blocks=sorted(a.dst_blocks))
+        return super()._pull_blocks_slices(moved, local, remote)
+
+
+@mutant("moves nothing from a device source into a host destination (pull_blocks)", ("pull_blocks.data.placements",))
+class pull_blocks_device_to_host_moves_nothing(CacheManager):
+    def _pull_blocks_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        pairs = super()._pull_blocks_slices(a, local, remote)
+        return [] if remote.placement == Placement.DEVICE and local.placement == Placement.HOST else pairs
+
+
+@mutant("pulls each block one byte short for 8-byte element types", ("pull_blocks.data.dtypes",))
+class pull_blocks_short_for_8_byte_types(CacheManager):
+    def _pull_blocks_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        pairs = super()._pull_blocks_slices(a, local, remote)
+        if a.cache.cache_desc.data_type not in (DataType.DT_INT64, DataType.DT_UINT64, DataType.DT_DOUBLE):
+            return pairs
+        return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
+
+
+@mutant("drops every pair naming a block at index 8 or above (pull_blocks)", ("pull_blocks.data.any_setup",))
+class pull_blocks_past_eight_dropped(CacheManager):
+    def _pull_blocks_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        if not a.src_blocks:
+            return super()._pull_blocks_slices(replace(a, dst_blocks=[d for d in a.dst_blocks if d < 8]), local,
+                                                remote)
+        kept = [(s, d) for s, d in zip(a.src_blocks, a.dst_blocks, strict=True) if s < 8 and d < 8]
+        moved = replace(a, src_blocks=[s for s, _ in kept], dst_blocks=[d for _, d in kept])
+        return super()._pull_blocks_slices(moved, local, remote) if kept else []
+
+
+# ---- timeouts
+@mutant("never times out (pull_blocks): a slow transfer waits as long as it takes",
+        ("pull_blocks.timeout.exceeded", "pull_blocks.timeout.dropped_link"))
+class pull_blocks_never_times_out(_shared(never_times_out)):  # type: ignore[misc]
+    pass
+
+
+@mutant("does not see a dropped link: the transfer goes through at the link's speed (pull_blocks)",
+        ("pull_blocks.timeout.dropped_link",))
+class pull_blocks_ignores_dropped_link(_shared(pull_ignores_dropped_link)):  # type: ignore[misc]
+    pass
+
+
+@mutant("reads sync_kv_timeout as seconds where it is milliseconds, then as milliseconds (pull_blocks)",
+        ("pull_blocks.timeout.within_budget",))
+class pull_blocks_timeout_converted_twice(_shared(timeout_converted_twice)):  # type: ignore[misc]
+    pass
+
+
+@mutant("keeps pulling over a link whose remote node died: reads its memory and returns normally (pull_blocks)",
+        ("pull_blocks.timeout.dead_peer",))
+class pull_blocks_from_dead_peer(_shared(pull_from_dead_peer)):  # type: ignore[misc]
+    pass
+
+
+@mutant("leaves a link in its error state after a pull timed out: every later pull over it raises LLM_TIMEOUT at "
+        "once (pull_blocks)", ("pull_blocks.timeout.link_recovers",))
+class pull_blocks_poisoned_after_timeout(_shared(poisoned_after_timeout)):  # type: ignore[misc]
     pass
