@@ -23,7 +23,7 @@ class Push:
     arguments.  ``dst`` is None where the key names a cache the testbed does not hold (an id the server never
     had); ``call`` is None until the arguments are built.  ``kind``: the spec's ``operation`` section the
     transfer is (its direction, key, entries: what the oracle plans and the run counts it by); None: the run's
-    spec's (a history of a pull run mixes in transfers of another operation, each judged as what it is)."""
+    spec's.  A history's pull carries it, so that a transfer is judged as what it is whatever run it is in."""
 
     local_name: str
     remote_name: str

@@ -4,7 +4,8 @@ domains, judges every push by the clause of its situation and every other step b
 shrinks a failure to a minimal history whose call log is the reproduction.
 
 Modules: ``world`` (the model), ``bed`` (the testbed of many nodes), ``draws`` (what a history draws),
-``pushes`` (a push: its call and its judgement), ``machine`` (the rules and the situations).
+``pushes`` (a push: its call and its judgement), ``pulls`` (a pull, in a run whose operation pulls: its plan,
+call and judgement), ``machine`` (the rules and the situations).
 
 A test is marked with every clause its histories judge (those the backend's capabilities allow), so the
 clauses are covered by it; a failure names the one clause whose promise broke (``failed_clauses``).

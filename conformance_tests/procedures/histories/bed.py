@@ -247,14 +247,16 @@ class HistoryBed(Testbed):
     # ---- pushes ------------------------------------------------------------------------------------------
 
     def aim(self, client: NodeState, server: NodeState, src: CacheInfo, dst: CacheInfo | None,
-            dst_readable: bool) -> Push:
-        """The push ``client`` makes from ``src`` into ``dst`` on ``server``, named ``local``/``remote``/``src``/
-        ``dst`` in the script from here on (whose check of the push, if it fails, reads ``src_data`` and
-        ``dst_data`` as they were before it)."""
+            dst_readable: bool, *, pulls: bool = False) -> Push:
+        """The push ``client`` makes from ``src`` into ``dst`` on ``server`` (``pulls``: the pull ``client``
+        makes from ``src`` on ``server`` into its own ``dst``), named ``local``/``remote``/``src``/``dst`` in the
+        script from here on (whose check of the transfer, if it fails, reads ``src_data`` and ``dst_data`` as
+        they were before it)."""
         dst_name = dst.name if dst is not None else "None"
-        dst_snap = f"snap(remote, {dst_name})" if dst is not None and dst_readable else "[]"
+        src_node, dst_node = ("remote", "local") if pulls else ("local", "remote")
+        dst_snap = f"snap({dst_node}, {dst_name})" if dst is not None and dst_readable else "[]"
         self.rec.lines.append(f"local, remote, src, dst = {client.name}, {server.name}, {src.name}, {dst_name}")
-        self.rec.lines.append(f"src_data, dst_data = snap(local, src), {dst_snap}")
+        self.rec.lines.append(f"src_data, dst_data = snap({src_node}, src), {dst_snap}")
         return self.aimed(client.name, server.name, src, dst)
 
     def push_call(self, push: Push, bound: float) -> Outcome:

@@ -1,7 +1,8 @@
 """The history machine (a hypothesis ``RuleBasedStateMachine``): its rules are the operations the backend
 protocol offers, one rule each, in any order the protocol allows — link, unlink, allocate, register (at uneven
 offsets), free, free again, rewrite and push (valid, in every situation the spec declares: a rule per situation,
-broken by a generate rule of any clause, repeated, from several threads at once) — and its model is the kit's
+broken by a generate rule of any clause, repeated, from several threads at once; in a run whose operation pulls,
+pull: :mod:`.pulls`) — and its model is the kit's
 oracle (:mod:`.world`, the testbed's snapshots).  Each push is judged by the clause of its situation; after every
 other step every byte the kit can see must be as the history left it (the invariant ``bytes_as_left``).  A failure
 shrinks to a minimal history.
@@ -45,6 +46,7 @@ from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
 from .long_runs import long_run
 from .making import Making
 from .planning import Planning, divisors
+from .pulls import opening_pulls, pull_operation, pull_rule
 from .pushes import NATURAL_MS, HistoryRun, Plan, judge_push, push_for, still
 from .world import CacheState, LinkState, NodeState, World
 
@@ -336,6 +338,9 @@ def _open(m: HistoryMachine, data: Any) -> None:
         for other in w.nodes[2:]:
             m.making.link(client, other)
     still(h, m.bed, label)
+    pulling = pull_operation(h)
+    if pulling is not None:  # a pull run's history pulls its first pairs back (pulls.py)
+        opening_pulls(m, data, pulling, pairs, label)
     if edge_delay:
         _edge_delays(m, data, client, server)
     if not m.can("valid") or not (h.long_run or edges):
@@ -652,6 +657,9 @@ def rule_name(situation: str) -> str:
 
 def machine_for(h: HistoryRun) -> type[HistoryMachine]:
     """The machine class of one stream run (hypothesis builds a new instance per history), with a push rule per
-    situation the stream judges."""
+    situation the stream judges, and a ``pull`` rule where the run's operation pulls."""
     pushes = {rule_name(n): push_rule(n) for n in SITUATIONS if n in h.situations}
+    pulling = pull_operation(h)  # a run whose operation pulls: its histories pull too (pulls.py)
+    if pulling is not None:
+        pushes["pull"] = pull_rule(HistoryMachine.made, pulling)
     return type("History", (HistoryMachine,), {"h": h, "turns": Turns(), **pushes})

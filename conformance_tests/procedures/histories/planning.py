@@ -36,11 +36,12 @@ class Planning:
     def __init__(self, h: HistoryRun, world: World, making: Making) -> None:
         self.h, self.world, self.making = h, world, making
 
-    def tnpls(self, src: CacheState, dst: CacheState) -> list[int]:
-        """tensor_num_per_layer values a valid push from ``src`` into ``dst`` may take (none: not a pair)."""
+    def tnpls(self, src: CacheState, dst: CacheState, *, open_: CacheState | None = None) -> list[int]:
+        """tensor_num_per_layer values a valid push from ``src`` into ``dst`` may take (none: not a pair);
+        ``open_``: the cache the key names, which must be open to remote access (default: a push's, ``dst``)."""
         a, b = src.info, dst.info
         if (a.data_type != b.data_type or a.stride != b.stride or (a.placement, b.placement) not in self.h.dom.transfers
-                or not dst.remote_accessible):
+                or not (open_ or dst).remote_accessible):
             return []
         options = divisors(a.num_tensors) if self.h.has_tnpl else [self.h.run.default_tnpl]
         return [t for t in options if a.num_tensors % t == 0 and b.num_tensors % t == 0]

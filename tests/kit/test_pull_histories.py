@@ -1,0 +1,98 @@
+"""Histories of a pull run (certify --operation pull_cache): the machine's pull step, judged like a valid push by
+pull_cache.history.valid_pulls, passes on the reference and fails, naming that clause, on a backend whose pulls
+write one wrong byte."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from dataclasses import replace
+
+import pytest
+from hypothesis import settings
+
+import conformance_tests.running.profiles  # noqa: F401 - registers the profiles
+from conformance_tests.judging.judge import ClauseFailure
+from conformance_tests.procedures import PROCEDURES, items_for
+from conformance_tests.procedures.histories import pulls
+from conformance_tests.running.context import RunContext
+from conformance_tests.spec import load_spec
+from conformance_tests.spec.paths import operation_spec_path
+from reference_impl.backend import ReferenceBackend
+from reference_impl.backend import backend as reference
+from reference_impl.cache_manager import CacheManager
+
+HISTORY = "pull_cache.history.valid_pulls"
+PULL_SPEC = load_spec(operation_spec_path("pull_cache"))
+
+
+class WrongBytePull(CacheManager):
+    """Pulls as the reference does, then flips the first byte each pulled slice wrote."""
+
+    def _pull_copy(self, a, link, pairs):  # type: ignore[no-untyped-def]
+        super()._pull_copy(a, link, pairs)
+        for _, dst in pairs:
+            if dst.size:
+                dst[0] ^= 0xFF
+
+
+#: the reference with WrongBytePull's pulls (module level: a repro script imports its backend by name)
+BROKEN = ReferenceBackend(name="wrong-byte-pull", cache_manager_cls=WrongBytePull)
+
+
+@pytest.fixture
+def quick():
+    previous = settings.default
+    settings.load_profile("quick")
+    yield
+    settings.register_profile("_restore", previous)
+    settings.load_profile("_restore")
+
+
+@pytest.fixture
+def judged(monkeypatch):
+    """The pulls the histories judged (their Push records)."""
+    seen = []
+    original = pulls.judge_pull
+
+    def spy(m, pull, op, label):
+        seen.append((pull, op))
+        return original(m, pull, op, label)
+
+    monkeypatch.setattr(pulls, "judge_pull", spy)
+    return seen
+
+
+def _run(backend, target: str, examples: int, *, shrink_s: float | None = None,
+         run: RunContext | None = None) -> RunContext:
+    run = run or RunContext.for_backend(backend, target, spec=PULL_SPEC)
+    if shrink_s is not None:
+        run.shrink_s = shrink_s
+    clause = run.spec.clause(HISTORY)
+    item = next(i for i in items_for(run, clause) if i.key == "serving")
+    with contextlib.redirect_stdout(io.StringIO()):
+        PROCEDURES["history"].run(run, clause, replace(item, examples=examples))
+    return run
+
+
+def test_a_pull_runs_histories_that_pull_and_judge_every_pull_on_the_reference(quick, judged):
+    run = _run(reference, "reference_impl.backend:backend", 3)
+    c = run.counters
+    assert judged, "no history pulled"
+    assert all(op == PULL_SPEC.operation and op.pulls for _, op in judged)
+    # the pull is the run's transfer in its histories (no clause of the spec declares a push situation)
+    assert c.histories >= 3 and c.history_pushes >= len(judged) > 0
+    assert all(p.src.node == p.server.index and p.dst.node == p.client.index for p, _ in judged)
+
+
+def test_a_pull_writing_a_wrong_byte_fails_the_history_clause_and_its_repro_makes_the_pull(quick, judged):
+    run = RunContext.for_backend(BROKEN, "tests.kit.test_pull_histories:BROKEN", spec=PULL_SPEC)
+    with pytest.raises(ClauseFailure) as info:
+        _run(BROKEN, "tests.kit.test_pull_histories:BROKEN", 2, shrink_s=5, run=run)
+    assert info.value.clause_id == HISTORY
+    assert "dst targeted slice" in str(info.value) and judged
+    script = run.last_testbed.repro("repro")
+    assert "cluster = backend.open_cluster(" in script and "pull_cache(" in script
+    # the script names the pull's nodes and caches before the call (the server's source read on the remote node)
+    assert re.search(r"src_data, dst_data = snap\(remote, src\), snap\(local, \w+\)", script)
