@@ -25,6 +25,7 @@ from reference_impl.cache_manager import CacheManager
 from reference_impl.checks import check_isinstance
 from reference_impl.enums import DataType, Placement
 from reference_impl.memory import AddressError
+from reference_impl.push_blocks import num_blocks
 from reference_impl.status import LLMException, LLMStatusCode, log, raise_if_false
 
 
@@ -2084,13 +2085,25 @@ class pull_blocks_foreign_cache_by_id(_shared(pull_foreign_cache_by_id)):  # typ
 
 # ---- a contiguous source (C2B)
 @mutant("cuts every listed local block from the start of the remote entry (the block's position in the list ignored)",
-        ("pull_blocks.data.from_contiguous",))
+        ("pull_blocks.data.from_contiguous.blocks",), breaks="should")
 class pull_blocks_entry_start_each(CacheManager):
     def _pull_blocks_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
         if a.src_blocks:
             return super()._pull_blocks_slices(a, local, remote)
-        return [pair for db in a.dst_blocks
-                for pair in super()._pull_blocks_slices(replace(a, dst_blocks=[db]), local, remote)]
+        # bound here: a zero-argument super() inside the comprehension's inner loop has no class to go by
+        slices = super()._pull_blocks_slices
+        return [pair for db in a.dst_blocks for pair in slices(replace(a, dst_blocks=[db]), local, remote)]
+
+
+@mutant("pulls from a contiguous entry into one more local block than listed (the lowest one not listed)",
+        ("pull_blocks.data.from_contiguous",))
+class pull_blocks_entry_extra_block(CacheManager):
+    def _pull_blocks_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
+        if a.src_blocks:
+            return super()._pull_blocks_slices(a, local, remote)
+        spare = next((b for b in range(num_blocks(local)) if b not in a.dst_blocks), None)
+        extra = [] if spare is None else [spare]
+        return super()._pull_blocks_slices(replace(a, dst_blocks=[*a.dst_blocks, *extra]), local, remote)
 
 
 @mutant("wraps a key's batch index beyond the remote contiguous cache around (modulo its batch size)",

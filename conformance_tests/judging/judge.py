@@ -18,6 +18,7 @@ from typing import Any
 from ..spec.expect import AnyOf, Expectation, Raises, Succeeds, check_names
 from ..testbed.errors import HarnessError
 from ..testbed.testbed import Call, Outcome, Testbed, describe_exception
+from . import oracle
 from .differences import Difference, Where
 from .judged_push import Push
 from .observation import POSTCONDITIONS, WRITES, Observation
@@ -145,9 +146,19 @@ def _(expectation: Raises, clause_id: str, obs: Observation) -> list[str]:
                    f"f\"{clause_id}: expected {expectation.status}, got {{outcome.status_code}}\"")
     if expectation.writes == "none":
         out += ["for t, want in enumerate(dst_data):",
-                "    got = np.asarray(remote.read_tensor(dst, t)).ravel()",
+                f"    got = np.asarray({_holder(obs, 'dst')}.read_tensor(dst, t)).ravel()",
                 f"    assert (got == want).all(), f\"{clause_id}: dst tensor {{t}} changed by a refused call\""]
     return out
+
+
+def _holder(obs: Observation, side: str) -> str:
+    """The script's name of the node holding the call's ``side`` cache (src or dst): a push's destination is on
+    the node it calls, a pull's source is."""
+    push = obs.push
+    if push is None:
+        return "remote" if side == "dst" else "local"
+    remote = push.operation_or(obs.tb.run.spec.operation).remote_side == side
+    return push.remote_name if remote else push.local_name
 
 
 #: postconditions whose reproduction checks the destination byte for byte
@@ -160,20 +171,20 @@ def _(expectation: Succeeds, clause_id: str, obs: Observation) -> list[str]:
     src, dst, transfer = obs.src, obs.dst, obs.transfer
     if expectation.post not in _BYTE_CHECKED or transfer is None or dst is None or src is None:
         return out
-    n = src.stride
-    offsets = [(s * src.stride, d * dst.stride) for s, d in transfer.entries]
+    n, offsets = oracle.entry_spans(transfer, src.layout, dst.layout, prefix=expectation.post == "prefix")
     return out + [
         "expected = [d.copy() for d in dst_data]",
         f"for s, d in {transfer.tensor_pairs()!r}:  # (source tensor, destination tensor) the spec's data rule moves",
         f"    for so, do in {offsets!r}:  # (source offset, destination offset) of each entry moved",
         f"        expected[d][do:do + {n}] = src_data[s][so:so + {n}]",
         "for t, want in enumerate(expected):",
-        "    got = np.asarray(remote.read_tensor(dst, t)).ravel()",
+        f"    got = np.asarray({_holder(obs, 'dst')}.read_tensor(dst, t)).ravel()",
         "    bad = np.flatnonzero(got != want)",
         f"    assert bad.size == 0, f\"{clause_id}: dst tensor {{t}}: {{bad.size}} bytes differ, first at offset "
         "{bad[0]}\"",
         "for t, want in enumerate(src_data):",
-        f"    assert (np.asarray(local.read_tensor(src, t)).ravel() == want).all(), f\"{clause_id}: src tensor {{t}} "
+        f"    assert (np.asarray({_holder(obs, 'src')}.read_tensor(src, t)).ravel() == want).all(), "
+        f"f\"{clause_id}: src tensor {{t}} "
         "changed\"",
     ]
 

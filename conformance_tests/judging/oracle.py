@@ -118,6 +118,24 @@ def plan(args: Mapping[str, object], src: CacheLayout, default_tnpl: int, op: Op
     return Transfer(ranges[0], ranges[1], tnpl, entries, _from_entry(args, op))
 
 
+def entry_spans(transfer: Transfer, src: CacheLayout, dst: CacheLayout, *,
+                prefix: bool = False) -> tuple[int, list[tuple[int, int]]]:
+    """The bytes each moved entry takes, and the (source offset, destination offset) of every entry that moves
+    (inside both caches), per tensor: the rule :func:`expected_destination` applies and a reproduction writes."""
+    if transfer.from_entry is not None:
+        # blocks of the destination's size cut from one source entry: all inside it, else nothing moves
+        n, base = dst.stride, transfer.from_entry * src.stride
+        if len(transfer.entries) * n > src.stride:
+            return n, []
+        starts = [(base + k * n, d * n) for k, d in transfer.entries]
+    else:
+        n = src.stride
+        if n > dst.stride or (n < dst.stride and not prefix):
+            return n, []
+        starts = [(s * src.stride, d * dst.stride) for s, d in transfer.entries]
+    return n, [(s0, d0) for s0, d0 in starts if s0 + n <= src.nbytes and d0 + n <= dst.nbytes]
+
+
 def expected_destination(src_data: Sequence[np.ndarray], dst_before: Sequence[np.ndarray], transfer: Transfer,
                          src: CacheLayout, dst: CacheLayout, *, prefix: bool = False) -> list[np.ndarray]:
     """The destination after a successful transfer.  Pairs outside either cache move nothing (a call that names
@@ -126,20 +144,8 @@ def expected_destination(src_data: Sequence[np.ndarray], dst_before: Sequence[np
     otherwise it also moves nothing (only equal entries are a plain push).  Entries move in their order, so a
     destination block listed twice holds the last source block listed for it."""
     out = [d.copy() for d in dst_before]
-    if transfer.from_entry is not None:
-        # blocks of the destination's size cut from one source entry: all inside it, else nothing moves
-        n, base = dst.stride, transfer.from_entry * src.stride
-        if len(transfer.entries) * n > src.stride:
-            return out
-        starts = [(base + k * n, d * n) for k, d in transfer.entries]
-    else:
-        n = src.stride
-        if n > dst.stride or (n < dst.stride and not prefix):
-            return out
-        starts = [(s * src.stride, d * dst.stride) for s, d in transfer.entries]
+    n, starts = entry_spans(transfer, src, dst, prefix=prefix)
     for s0, d0 in starts:
-        if s0 + n > src.nbytes or d0 + n > dst.nbytes:
-            continue
         for s, d in transfer.tensor_pairs():
             if 0 <= s < len(src_data) and 0 <= d < len(out):
                 out[d][d0:d0 + n] = src_data[s][s0:s0 + n]
