@@ -1843,6 +1843,11 @@ class pull_drops_last_tensor(CacheManager):
         return pairs[:-1] if len(pairs) > 1 else pairs
 
 
+@mutant("drops the last tensor of a pull of more than one tensor, in a history", ("pull_cache.history.valid_pulls",))
+class pull_history_drops_last_tensor(_shared(pull_drops_last_tensor)):  # type: ignore[misc]
+    pass
+
+
 @mutant("always reads remote batch 0, whatever the key's batch index", ("pull_cache.data.remote_batch_slice",))
 class pull_remote_batch_zero(CacheManager):
     def _pull_cache_slices(self, a, local, remote):  # type: ignore[no-untyped-def]
