@@ -79,21 +79,30 @@ def certify(args: Sequence[str]) -> int:
         return _missing(missing)
     from pathlib import Path
 
-    import pytest
-
     import conformance_tests
 
     if any(a in ("-h", "--help") for a in args):
         return certify_help()
-    from .cli.family_run import family_asked, run_family
+    from .cli.family_run import RESULT_ENV, family_asked, record_result, run_family
 
     if family_asked(args):
         return run_family(args)
-    # test IDs are always "conformance_tests/suite/test_<family>.py::...", wherever the kit is installed
-    root = Path(conformance_tests.__file__).resolve().parent.parent
+    # one operation's run in a family's: it says what it decided in this file (and not to processes it starts)
+    result_file = os.environ.pop(RESULT_ENV, None)
     result = exitcodes.RunResult()  # the plugin fills it in: the kit's own exit code, beside pytest's
+    code = _certify_one(str(Path(conformance_tests.__file__).resolve().parent.parent), args, result)
+    if result_file is not None:
+        record_result(result_file, code, result)
+    return code
+
+
+def _certify_one(root: str, args: Sequence[str], result: exitcodes.RunResult) -> int:
+    """One operation's run under pytest (``--operation``, else push_cache), from the kit's folder ``root``."""
+    import pytest
+
+    # test IDs are always "conformance_tests/suite/test_<family>.py::...", wherever the kit is installed
     try:
-        argv = pytest_argv(str(root), [*args, *_explore_seed(args)])
+        argv = pytest_argv(root, [*args, *_explore_seed(args)])
         ret = int(pytest.main(argv, plugins=[result, _one_line_usage()]))
     except KeyboardInterrupt:
         print("push-cache-kit: interrupted before the run could report", file=sys.stderr)
@@ -134,8 +143,10 @@ def certify_help() -> int:
     parser = argparse.ArgumentParser(
         prog="python -m conformance_tests certify",
         usage="%(prog)s [kit options] [pytest options]",
-        description="Certify a push_cache backend: run the conformance suite under pytest and write "
-                    "reports/<backend>/ (a partial run writes reports/<backend>.partial/).",
+        description="Certify a backend: run the conformance suite under pytest for each operation of the "
+                    "transfer family with a packaged spec (--operation NAME: that one alone) and write push_cache's "
+                    "reports to reports/<backend>/, each other operation's to reports/<backend>@<operation>/ and "
+                    "family.json to reports/<backend>@family/ (a partial run writes beside them, in .partial/).",
         epilog="exit codes:\n" + exitcodes.text_table()
                + "\nEvery other option is pytest's (listed below); -k, -m, --deselect, --clauses, --shard, test paths "
                  "or a custom --spec make the run PARTIAL. --reruns N (pytest-rerunfailures) runs a failed test up to N "

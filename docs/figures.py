@@ -176,7 +176,8 @@ def block(f: dict[str, Any]) -> str:
                      "does not support, which the reference, an emulator, does not declare)" if c["not_supported"] else "")
     lines = [tests_line(f["tox"])] if "tox" in f else []
     lines += [
-        f"- `tox -e certify` on the reference backend: {c['tests']} tests over the {s['clauses']} clauses of release "
+        f"- `tox -e certify` on the reference backend, push_cache's report (`reports/reference/`; push_blocks' beside "
+        f"it): {c['tests']} tests over the {s['clauses']} clauses of release "
         f"{s['release']} ({s['must']} must, {s['should']} should, {s['may']} may), uncovered clauses: "
         f"{c['uncovered'] or 'none'}, verdict {c['verdict']}{not_supported}; **{c['push_calls']:,} `push_cache` "
         f"calls over {c['distinct_layouts']:,} distinct layouts** (printed as `push_cache calls: N, distinct layouts: "
@@ -186,9 +187,9 @@ def block(f: dict[str, Any]) -> str:
            f"{c['pairs']} pairs** of the spec's `coverage:` section (printed as `domain coverage: A/B partitions, "
            "C/D pairs`; an unreached one blocks CERTIFIED); " if "partitions" in c else "") +
         f"the pytest run took {c['seconds']} s on the 2-core development machine (measured {c['measured']}).",
-        f"- `tox -e certify -- --backend reference-vendor`: NOT CERTIFIED on exactly the {s['deviations']} clauses "
-        "whose `deviation:` records a vendor departure, each shown beside its failure as a known departure "
-        "(`tests/kit/test_vendor_deviations.py`).",
+        f"- `tox -e certify -- --backend reference-vendor`: push_cache NOT CERTIFIED on exactly the {s['deviations']} "
+        "clauses whose `deviation:` records a vendor departure, each shown beside its failure as a known departure "
+        "(`tests/kit/test_vendor_deviations.py`; push_blocks on its own, `tests/kit/test_operation_certify.py`).",
         f"- `tox -e mutants`: {m['killed']}/{m['total']} deliberately broken backends killed in {m['seconds']} s: "
         f"each must mutant is NOT CERTIFIED by a must clause it targets, and the {m['should']} that break only "
         "vendor (`should`) behaviour are killed by being reported `incompatible` on a target (the table's last "

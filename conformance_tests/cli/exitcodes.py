@@ -98,3 +98,5 @@ class RunResult:
     code: int | None = None
     internal_error: bool = False
     report_dir: str | None = None
+    #: the backend's name as its report folders are named from it (a family names its own folder after it)
+    backend_name: str | None = None

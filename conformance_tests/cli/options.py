@@ -21,9 +21,10 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                             "file makes the run PARTIAL unless its sha256 equals the packaged one's)")),
     (("--operation",), dict(dest="pc_operation", default=None, metavar="NAME",
                             help="the operation of the transfer family to certify, against its packaged spec "
-                                 "(push_cache, push_blocks; default: push_cache); given more than once, or 'all', "
-                                 "each is certified in turn and family.json gives each one's verdict and the "
-                                 "family's")),
+                                 "(one run, its report); given more than once, 'all', or not given (the default): "
+                                 "each operation with a packaged spec is certified in a run of its own and "
+                                 "family.json gives each one's verdict and the family's (--clauses, --spec-version "
+                                 "and --failed-from then go to the operations they name: docs/family.md)")),
     (("--spec-version",), dict(default=None, metavar="NAME",
                                help="spec release to certify against (default: the newest release the backend "
                                     "declares)")),

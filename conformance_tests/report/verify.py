@@ -26,6 +26,7 @@ from typing import Any, TypedDict, cast
 
 from ..cli.exitcodes import NOT_CERTIFIED
 from ..running.reproducible import VERSIONED, run_versions
+from ..spec.paths import DEFAULT_OPERATION
 from .parts import Report
 from .replay import BackendOrigin, backend_origin, replayable
 from .schema import ReportError, load_report
@@ -102,6 +103,9 @@ def rerun_plan(report: Report, out: Path) -> Plan:
             raise ReportError("the report names no backend target (backend.spec), so the run cannot be repeated")
         # attached, so that a value reading like an option stays --backend's value
         kept.append(f"--backend={named}")
+    if given.pc_operation is None and given.pc_spec is None:
+        # recorded before certify's default became the whole family: the run was of the report's operation alone
+        kept.append(f"--operation={report['spec'].get('operation') or DEFAULT_OPERATION}")
     return Plan([*kept, "--report-dir", str(out)], given, backend_origin(str(named)))
 
 

@@ -285,6 +285,7 @@ def finish(session: pytest.Session, state: State, exitstatus: int) -> None:
     state.exit_code = code
     state.result.code = code
     state.result.report_dir = str(state.report_dir) if state.report_dir is not None else None
+    state.result.backend_name = str(getattr(state.run.backend, "name", "") or "")
     session.exitstatus = code
 
 

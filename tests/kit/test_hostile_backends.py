@@ -22,7 +22,7 @@ import pytest
 
 from conformance_tests.cli.exitcodes import ADAPTER_ERROR, NOT_CERTIFIED, USAGE_ERROR
 from tests.helpers import ROOT, child_pythonpath
-from tests.helpers.certify import FAKES, certify
+from tests.helpers.certify import FAKES, ONE_OPERATION, certify
 from tests.helpers.processes import process_gone
 
 CLAUSES = "push_cache.data.src_batch_slice"
@@ -127,8 +127,8 @@ def test_small_frames_that_would_take_the_kits_memory_fail_that_call_and_the_run
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEHOST_") and k != "PUSH_CACHE_BACKEND"}
     env.update(AMPLIFY=attack, PYTHONPATH=child_pythonpath([FAKES]))
     proc = subprocess.run([sys.executable, "-c", PEAK, sys.executable, "-m", "conformance_tests", "certify",
-                           "-p", "no:warnings", "--isolation", "process", "--backend", f"amplifying_backend:{attack}",
-                           "--clauses", CLAUSES, "--report-dir", str(out)],
+                           *ONE_OPERATION, "-p", "no:warnings", "--isolation", "process", "--backend",
+                           f"amplifying_backend:{attack}", "--clauses", CLAUSES, "--report-dir", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     measured = json.loads(proc.stdout.splitlines()[-1])
     assert measured["rc"] == NOT_CERTIFIED, proc.stdout[-3000:] + proc.stderr[-2000:]

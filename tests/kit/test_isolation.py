@@ -24,7 +24,7 @@ from conformance_tests.resolution import IN_PROCESS_BY_DEFAULT
 from conformance_tests.running.deadlines import Deadlines, Hung, RaisedInterrupt
 from conformance_tests.running.state import DEFAULT_MAX_TIME_S
 from tests.helpers import ROOT
-from tests.helpers.certify import FAKES, certify
+from tests.helpers.certify import FAKES, ONE_OPERATION, certify
 from tests.helpers.processes import child_running, process_gone
 
 #: the batch-1 pushes are in src_batch_slice[batch_1] and size_default's two tests; the others push batch 0, 2, 3
@@ -151,7 +151,8 @@ def test_an_interrupt_writes_a_partial_report_beside_the_full_one_and_ends_the_b
     (out / "report.json").write_text(full, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAKES), str(ROOT), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "conformance_tests", "certify", "--backend", "crash_backend:gil_hang",
+        [sys.executable, "-m", "conformance_tests", "certify",
+         *ONE_OPERATION, "--backend", "crash_backend:gil_hang",
          "--isolation", "process", "--clauses", CLAUSES, "--timeout", "120", "--report-dir", str(out)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -8,14 +8,14 @@ import subprocess
 import sys
 
 from tests.helpers import ROOT
-from tests.helpers.certify import IN_PROCESS
+from tests.helpers.certify import IN_PROCESS, ONE_OPERATION
 
 
 def test_a_backend_refusing_host_to_host_is_certified(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     env.pop("PUSH_CACHE_BACKEND", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "conformance_tests", "certify", *IN_PROCESS, "--backend",
+        [sys.executable, "-m", "conformance_tests", "certify", *ONE_OPERATION, *IN_PROCESS, "--backend",
          "tests.kit.fakes.refuses_h2h_backend:backend", "--report-dir", str(tmp_path), "-q", "-p", "no:warnings"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     report_path = tmp_path / "report.json"

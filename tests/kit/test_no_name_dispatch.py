@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.helpers import ROOT
-from tests.helpers.certify import IN_PROCESS
+from tests.helpers.certify import IN_PROCESS, ONE_OPERATION
 
 SUITE = ROOT / "conformance_tests"
 CLAUSE_ID = re.compile(r"push_cache\.[a-z_]+\.[a-z0-9_.]+")
@@ -100,8 +100,7 @@ def _clause_outcomes(report: dict) -> dict[str, list[str]]:
 def _certify(backend: str, spec: Path | None, report_dir: Path, clauses: str) -> dict:
     argv = [sys.executable, "-m", "conformance_tests", "certify", *IN_PROCESS, "--backend", backend, "--report-dir",
             str(report_dir), "-q", "-p", "no:warnings", "--clauses", clauses]
-    if spec is not None:
-        argv += ["--spec", str(spec)]
+    argv += ["--spec", str(spec)] if spec is not None else list(ONE_OPERATION)
     subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
     found = sorted(report_dir.rglob("report.json"))
     assert found, f"no report written for {backend} in {report_dir}"

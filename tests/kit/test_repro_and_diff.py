@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.certify import IN_PROCESS
+from tests.helpers.certify import IN_PROCESS, ONE_OPERATION
 
 # one pytest-xdist worker runs this module: its module fixture (two runs) then runs once, not once per worker
 pytestmark = pytest.mark.xdist_group("test_repro_and_diff")
@@ -20,7 +20,8 @@ CLAUSES = "push_cache.data.src_batch_slice,push_cache.restriction.layer_range.st
 
 
 def _certify(backend: str, out: Path) -> dict:
-    subprocess.run([sys.executable, "-m", "conformance_tests", "certify", *IN_PROCESS, "--backend", backend, "-q",
+    subprocess.run([sys.executable, "-m", "conformance_tests", "certify",
+                    *ONE_OPERATION, *IN_PROCESS, "--backend", backend, "-q",
                     "--report-dir", str(out), "--clauses", CLAUSES], capture_output=True, text=True, cwd=ROOT)
     return json.loads((out / "report.json").read_text())
 

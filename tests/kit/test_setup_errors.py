@@ -10,12 +10,13 @@ import subprocess
 import sys
 
 from tests.helpers import ROOT
-from tests.helpers.certify import FAKES, IN_PROCESS
+from tests.helpers.certify import FAKES, IN_PROCESS, ONE_OPERATION
 
 
 def test_a_link_that_refuses_gives_error_rows_naming_the_step(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAKES), str(ROOT)]))
-    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", *IN_PROCESS, "--backend", "link_refuses_backend",
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify",
+                           *ONE_OPERATION, *IN_PROCESS, "--backend", "link_refuses_backend",
                            "--report-dir", str(tmp_path), "-q", "-p", "no:warnings", "--clauses",
                            "push_cache.remote.*,push_cache.param.src_batch_index.*,push_cache.data.src_batch_slice"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

@@ -12,13 +12,14 @@ import pytest
 
 from conformance_tests.cli.exitcodes import USAGE_ERROR
 from tests.helpers import ROOT
-from tests.helpers.certify import IN_PROCESS
+from tests.helpers.certify import IN_PROCESS, ONE_OPERATION
 
 LEGACY = "tests.kit.fakes.legacy_backend:backend"
 
 
 def _certify(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict | None]:
-    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", *IN_PROCESS, "-q", "--report-dir",
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify",
+                           *ONE_OPERATION, *IN_PROCESS, "-q", "--report-dir",
                            str(tmp_path), *args], capture_output=True, text=True, cwd=ROOT)
     path = tmp_path / "report.json"
     return proc, (json.loads(path.read_text()) if path.exists() else None)

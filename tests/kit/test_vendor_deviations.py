@@ -13,13 +13,15 @@ import pytest
 
 from conformance_tests.spec import load_spec
 from tests.helpers import ROOT
+from tests.helpers.certify import ONE_OPERATION
 
 # one pytest-xdist worker runs this module: its module fixture (a full run) then runs once, not once per worker
 pytestmark = pytest.mark.xdist_group("test_vendor_deviations")
 
 
 def _certify(backend: str, out: Path, *args: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", backend,
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify",
+                           *ONE_OPERATION, "--backend", backend,
                            "--report-dir", str(out), "-q", "-p", "no:warnings", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     path = out / "report.json"

@@ -29,7 +29,7 @@ from conformance_tests.cli.exitcodes import (
 )
 from conformance_tests.report.folders import REPORT_FILES, safe_name
 from tests.helpers import ROOT
-from tests.helpers.certify import FAKES, IN_PROCESS, certify
+from tests.helpers.certify import FAKES, IN_PROCESS, ONE_OPERATION, certify, one_operation
 
 # one pytest-xdist worker runs this module: its module fixture (two full runs) then runs once, not once per worker
 pytestmark = pytest.mark.xdist_group("test_verdicts")
@@ -97,7 +97,7 @@ def start(*args: str, cwd: Path = ROOT) -> subprocess.Popen[str]:
     env["PYTHONPATH"] = os.pathsep.join([str(FAKES), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("PUSH_CACHE_BACKEND", None)
     return subprocess.Popen([sys.executable, "-m", "conformance_tests", "certify", "-p", "no:warnings",
-                             *IN_PROCESS, *args],
+                             *IN_PROCESS, *one_operation(args)],
                             cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -305,7 +305,7 @@ def test_two_concurrent_runs_leave_one_whole_set(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FAKES), str(ROOT), os.environ.get("PYTHONPATH", "")]))
     runs = [("push_cache.signature.*",), ("push_cache.signature.*,push_cache.types.*",)]
     procs = [subprocess.Popen([sys.executable, "-m", "conformance_tests", "certify", "-q", "-p", "no:warnings",
-                               "--clauses", clauses, "--report-dir", str(out)],
+                               *ONE_OPERATION, "--clauses", clauses, "--report-dir", str(out)],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for (clauses,) in runs]
     outs = [p.communicate(timeout=180)[0] for p in procs]

@@ -12,6 +12,7 @@ from typing import Any
 from conformance_tests.cli.exitcodes import PARTIAL
 from mutants.catalog import MUTANTS
 from tests.helpers import ROOT
+from tests.helpers.certify import ONE_OPERATION
 from tests.helpers.ssh import CI_ENV
 
 FAST = ["ignores_src_batch_index", "one_byte_past", "modifies_source", "accepts_step_two",
@@ -55,7 +56,8 @@ def test_fast_mutants_are_killed_by_their_own_clauses(tmp_path):
 
 def test_the_reference_itself_survives_the_focus_run(tmp_path):
     """The runner's kill criterion is not vacuous: the unbroken reference is not 'killed'."""
-    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", "reference",
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify",
+                           *ONE_OPERATION, "--backend", "reference",
                            "--report-dir", str(tmp_path), "-q", "--clauses", "push_cache.data.*"],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == PARTIAL, proc.stdout[-2000:]  # a --clauses run certifies nothing, and fails nothing

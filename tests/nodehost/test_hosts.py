@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import ROOT
+from tests.helpers.certify import ONE_OPERATION
 from tests.helpers.nodes import specs
 from tests.helpers.ssh import ADDRESSES, SshServers, need_sshd, ssh_noise, ssh_servers
 
@@ -120,7 +121,8 @@ def test_stopping_a_host_mid_run_gives_error_rows(servers: SshServers, tmp_path:
     env = dict(os.environ, UCX_NET_DEVICES="lo", NIXL_LOG_LEVEL="ERROR", NODEHOST_HOSTS=",".join(servers.hosts),
                PYTHONUNBUFFERED="1")  # the progress line comes as the first test ends, not when the run does
     env.pop("PUSH_CACHE_BACKEND", None)
-    proc = subprocess.Popen([sys.executable, "-m", "conformance_tests", "certify", "--backend", "reference-nodehost",
+    proc = subprocess.Popen([sys.executable, "-m", "conformance_tests", "certify",
+                             *ONE_OPERATION, "--backend", "reference-nodehost",
                              "--report-dir", str(tmp_path), "-p", "no:warnings", "--clauses",
                              "push_cache.data.*,push_cache.safety.*"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -143,8 +145,8 @@ def test_stopping_a_host_mid_run_gives_error_rows(servers: SshServers, tmp_path:
 def _certify_on_hosts(servers: SshServers, report: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, UCX_NET_DEVICES="lo", NIXL_LOG_LEVEL="ERROR", NODEHOST_HOSTS=",".join(servers.hosts))
     env.pop("PUSH_CACHE_BACKEND", None)
-    return subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", "reference-nodehost",
-                           "--report-dir", str(report), "-p", "no:warnings", "--clauses",
+    return subprocess.run([sys.executable, "-m", "conformance_tests", "certify", *ONE_OPERATION, "--backend",
+                           "reference-nodehost", "--report-dir", str(report), "-p", "no:warnings", "--clauses",
                            "push_cache.data.src_batch_slice", *extra], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300)
 

@@ -12,6 +12,7 @@ import pytest
 from nodehost import settings
 from nodehost.settings import ConfigError, load
 from tests.helpers import ROOT
+from tests.helpers.certify import ONE_OPERATION
 
 
 def _file(tmp_path: Path, text: str) -> Path:
@@ -85,7 +86,8 @@ def test_certify_with_a_bad_config_is_a_usage_error_before_anything_runs(tmp_pat
     cfg = _file(tmp_path, "hosts: [127.0.0.2:7000]\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEHOST_") and k != "PUSH_CACHE_BACKEND"}
     env.update({settings.CONFIG_ENV: str(cfg), "PYTHONPATH": str(ROOT)})
-    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", "reference-nodehost",
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify",
+                           *ONE_OPERATION, "--backend", "reference-nodehost",
                            "--no-reports", "-p", "no:warnings"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -18,6 +18,7 @@ import pytest
 
 from conformance_tests.spec import load_spec
 from tests.helpers import ROOT
+from tests.helpers.certify import ONE_OPERATION
 
 pytestmark = pytest.mark.nixl
 
@@ -28,7 +29,8 @@ CLAUSES = ("push_cache.safety.*,push_cache.restriction.*,push_cache.param.types_
 def _certify(backend: str, out: Path) -> dict[str, Any]:
     env = dict(os.environ, UCX_NET_DEVICES="lo", NIXL_LOG_LEVEL="ERROR")
     env.pop("PUSH_CACHE_BACKEND", None)
-    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify", "--backend", backend,
+    proc = subprocess.run([sys.executable, "-m", "conformance_tests", "certify",
+                           *ONE_OPERATION, "--backend", backend,
                            "--clauses", CLAUSES, "--hypothesis-profile", "quick", "--report-dir", str(out),
                            "-q", "-p", "no:warnings"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=900)
