@@ -67,8 +67,15 @@ def edge_timeout(delays: Delays, within: DelayClass, wait_ms: int, top_ms: int, 
 def totals_us(delays: Delays, within: DelayClass, budget_ms: int, left_ms: float) -> tuple[int, int] | None:
     """The delays (µs, all layers together) of class ``within`` on a budget of ``budget_ms`` that fit ``left_ms``:
     the class's whole interval, up to its top fraction; None when none fits."""
+    top = top_fraction(delays, within)
     low = max(1, math.ceil(within.start * budget_ms * 1000))
-    high = min(math.ceil(top_fraction(delays, within) * budget_ms * 1000) - 1, math.floor(left_ms * 1000))
+    high = min(math.ceil(top * budget_ms * 1000) - 1, math.floor(left_ms * 1000))
+    # the products above are rounded floats: step to the bounds the classes' own test (fraction) puts them in,
+    # so a delay at the interval's edge is of its class (0.333 * 11097 ms rounds up to the next class's start)
+    while low <= high and fraction(low / 1000, budget_ms) < within.start:
+        low += 1
+    while high >= low and fraction(high / 1000, budget_ms) >= top:
+        high -= 1
     return (low, high) if low <= high else None
 
 
