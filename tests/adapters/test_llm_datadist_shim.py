@@ -82,6 +82,32 @@ def test_llm_datadist_with_nodes_on_two_ssh_hosts_is_certified(shim_path: Path, 
     assert ran == [0, 0], f"processes left under the SSH servers after the run: {ran}"
 
 
+#: the family's operations other than push_cache, which the test above certifies
+SIBLINGS = ("push_blocks", "pull_cache", "pull_blocks")
+
+
+@needs_nixl
+def test_the_siblings_through_llm_datadist_on_two_ssh_hosts_are_certified(shim_path: Path, tmp_path: Path) -> None:
+    """push_blocks, pull_cache and pull_blocks through the same adapter as a vendor runs it (``--backend
+    llm_datadist``, the vendor's public API only, every node a process on one of two SSH hosts, bytes over NIXL):
+    each certified from its own spec, one certify run each, and the family's verdict CERTIFIED."""
+    need_sshd()
+    with ssh_servers(tmp_path / "ssh", env={"PYTHONPATH": f"{shim_path}:{ROOT}"}) as servers:
+        config = tmp_path / "nodehost.yaml"
+        config.write_text("hosts:\n" + "".join(f"  - '{h}'\n" for h in servers.hosts))
+        proc = certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "family"), isolation=(),
+                       operation=[a for op in SIBLINGS for a in ("--operation", op)], pythonpath=[shim_path],
+                       timeout=1500, env={"NODEHOST_CONFIG": str(config)})
+    out = proc.stdout + proc.stderr
+    family = json.loads((tmp_path / "family" / "family.json").read_text())
+    verdicts = {row["operation"]: row["verdict"] for row in family["operations"]}
+    assert verdicts == dict.fromkeys(SIBLINGS, "CERTIFIED"), f"{verdicts}\n{out[-3000:]}"
+    assert proc.returncode == 0 and family["verdict"] == "CERTIFIED", out[-3000:]
+    for op in SIBLINGS:
+        report = json.loads((tmp_path / "family" / op / "report.json").read_text())
+        assert (report["backend"]["name"], report["spec"]["operation"]) == ("llm_datadist", op)
+
+
 def test_without_the_package_the_backend_says_so(tmp_path: Path) -> None:
     """No llm_datadist importable: a one-line usage error naming the module, not a traceback."""
     proc = certify("--backend", "llm_datadist", "--no-reports", isolation=(), pythonpath=[tmp_path], timeout=120)
