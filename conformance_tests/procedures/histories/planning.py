@@ -89,6 +89,28 @@ class Planning:
             out += [(link, s, d) for s in srcs for d in dsts if self.tnpls(s, d)]
         return out
 
+    def new_pair(self, data: Any, links: list[tuple[int, int]], sources: list[tuple[tuple[int, int], CacheState]],
+                 way: str, *, src_end: int, same_tensors: bool = False,
+                 dst_accessible: bool | None = None) -> tuple[tuple[int, int], CacheState, CacheState] | None:
+        """A link and a (source, destination) pair made on it: a new source on the link's ``src_end`` (0: its
+        client, a push's; 1: its server, a pull's) and a destination mirroring it at the other end, or a
+        destination mirroring an existing source (``way``: "new source" or "new destination")."""
+        w, h = self.world, self.h
+        if way == "new source":
+            p = data.draw(st.sampled_from(links), label="link")
+            desc, hint = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
+            src = self.making.make(data, w.nodes[p[src_end]], desc, accessible=True, layers_of=hint)
+            if src is None:
+                return None
+        else:
+            p, src = data.draw(st.sampled_from(sources), label="source")
+        tnpl = data.draw(st.sampled_from(divisors(src.num_tensors) if h.has_tnpl else [h.run.default_tnpl]),
+                         label="layers of")
+        dst = self.making.make(data, w.nodes[p[1 - src_end]], draws.mirror_desc(
+            data.draw, src, tnpl, h.dom, h.stream, same_tensors=same_tensors), accessible=dst_accessible,
+            layers_of=src.layers_of)
+        return None if dst is None else (p, src, dst)
+
     def valid_plan(self, data: Any, *, min_layers: int = 1, link: tuple[int, int] | None = None,
                    same_tensors: bool = False, keep_faulted: bool = False) -> Plan | None:
         """A push valid in every respect over a usable link: between existing caches, or into a destination made
@@ -97,7 +119,7 @@ class Planning:
         before the link; a vendor fails fast over a faulted link until then).  ``same_tensors``: source and
         destination hold as many tensors (what a generate rule starts from); ``keep_faulted``: the push that
         follows a timeout or a refusal, over the link as it is (between caches it sees, where there are any)."""
-        w, h = self.world, self.h
+        w = self.world
         links = [link] if link is not None else w.usable_links()
         links = [p for p in links if p in w.links and w.nodes[p[0]].alive and w.nodes[p[1]].alive]
         if not links:
@@ -112,22 +134,11 @@ class Planning:
                 + (["new source"] if not crowded else [])) if not (keep_faulted and seen) else ["existing"]
         way = data.draw(st.sampled_from(ways), label="push between")
         if way != "existing":
-            if way == "new source":
-                p = data.draw(st.sampled_from(links), label="link")
-                desc, hint = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
-                made = self.making.make(data, w.nodes[p[0]], desc, accessible=True, layers_of=hint)
-                if made is None:
-                    return None
-                src = made
-            else:
-                p, src = data.draw(st.sampled_from(sources), label="source")
-            tnpl = data.draw(st.sampled_from(divisors(src.num_tensors) if h.has_tnpl else [h.run.default_tnpl]),
-                             label="layers of")
-            dst = self.making.make(data, w.nodes[p[1]], draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream,
-                                                                   same_tensors=same_tensors), accessible=True,
-                            layers_of=src.layers_of)
-            if dst is None:
+            made = self.new_pair(data, links, sources, way, src_end=0, same_tensors=same_tensors,
+                                 dst_accessible=True)
+            if made is None:
                 return None
+            p, src, dst = made
             found = [(p, src, dst)] if self.tnpls(src, dst) else []
         if not found:
             return None

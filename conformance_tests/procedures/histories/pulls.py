@@ -21,8 +21,7 @@ from ...judging.judge import judge
 from ...spec.model import Operation
 from ...testbed.testbed import Call, Outcome
 from ..common import per_call_bound
-from . import draws
-from .planning import MAX_LIVE_CACHES, divisors
+from .planning import MAX_LIVE_CACHES
 from .pushes import HistoryRun, clause_envelope, expect_success, observed
 from .world import CacheState, NodeState
 
@@ -105,7 +104,7 @@ def plan_pull(m: HistoryMachine, data: Any) -> Pull | None:
     """A pull valid in every respect: between existing caches, into a destination made for an existing source,
     or from a new source on the server into a new destination; a link that does not see the source yet, or that
     a timeout left faulted, is made again first (as a valid push's)."""
-    w, h = m.world, m.h
+    w = m.world
     links = w.usable_links()
     if not links:
         return None
@@ -116,21 +115,10 @@ def plan_pull(m: HistoryMachine, data: Any) -> Pull | None:
             + (["new source"] if not crowded else []))
     way = data.draw(st.sampled_from(ways), label="pull between")
     if way != "existing":
-        if way == "new source":
-            p = data.draw(st.sampled_from(links), label="link")
-            desc, hint = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
-            made = m.making.make(data, w.nodes[p[1]], desc, accessible=True, layers_of=hint)
-            if made is None:
-                return None
-            src = made
-        else:
-            p, src = data.draw(st.sampled_from(sources), label="source")
-        tnpl = data.draw(st.sampled_from(divisors(src.num_tensors) if h.has_tnpl else [h.run.default_tnpl]),
-                         label="layers of")
-        dst = m.making.make(data, w.nodes[p[0]], draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream),
-                            layers_of=src.layers_of)
-        if dst is None:
+        made = m.planning.new_pair(data, links, sources, way, src_end=1)
+        if made is None:
             return None
+        p, src, dst = made
         found = [(p, src, dst)] if m.planning.tnpls(src, dst, open_=src) else []
     if not found:
         return None
