@@ -1,4 +1,4 @@
-"""``certify --operation push_blocks``: the family's second operation certified from its own spec by the same
+"""``certify --operation NAME``: the family's operations certified from their own specs by the same
 suite. The reference is CERTIFIED and its report lands beside push_cache's, not over it; vendor mode fails exactly
 the clauses whose ``deviation:`` records a departure; an operation without a spec, or one given with ``--spec``,
 is one line and exit 2."""
@@ -46,14 +46,20 @@ def test_the_reference_certifies_push_blocks_beside_push_cache(tmp_path, blocks_
     assert summary.startswith("# push_blocks conformance: ") and "push_blocks conformance" in proc.stdout
 
 
-def test_vendor_mode_fails_exactly_the_recorded_push_blocks_deviations(tmp_path, blocks_spec):
-    proc = _certify(tmp_path, "--operation", "push_blocks", "--backend", "reference-vendor",
-                    "--report-dir", "out")
+#: the operations certified from a spec file of their own (push_cache's vendor mode: test_vendor_deviations.py)
+SIBLINGS = [op for op in specified_operations() if op != "push_cache"]
+
+
+@pytest.mark.parametrize("operation", SIBLINGS)
+def test_vendor_mode_fails_exactly_each_siblings_recorded_deviations(tmp_path, operation):
+    spec = load_spec(operation_spec_path(operation))
+    proc = _certify(tmp_path, "--operation", operation, "--backend", "reference-vendor", "--report-dir", "out")
     report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
     judged = {c["id"] for c in report["clauses"] if c["outcome"] in ("failed", "incompatible")}
-    recorded = {c.id for c in blocks_spec.clauses if c.deviation}
-    assert judged == recorded, (f"failing but no deviation recorded: {sorted(judged - recorded)}; "
-                                f"deviation recorded but not failing: {sorted(recorded - judged)}")
+    recorded = {c.id for c in spec.clauses if c.deviation}
+    assert recorded and judged == recorded, (f"{operation}: failing but no deviation recorded: "
+                                             f"{sorted(judged - recorded)}; deviation recorded but not failing: "
+                                             f"{sorted(recorded - judged)}")
     assert proc.returncode == 1 and not report["verdict"]["certified"]
 
 
