@@ -387,7 +387,13 @@ class Signature:
     @property
     def names(self) -> tuple[str, ...]:
         """Every parameter name the release takes: declared ones, then those taken through ``**kwargs``."""
-        return tuple(p.name for p in self.declared) + tuple(n for p in self.parameters for n in p.through_kwargs)
+        return tuple(p.name for p in self.declared) + self.through_kwargs
+
+    @property
+    def through_kwargs(self) -> tuple[str, ...]:
+        """The parameter names the release takes through ``**kwargs`` (passed by keyword, whatever the call's
+        style)."""
+        return tuple(n for p in self.parameters for n in p.through_kwargs)
 
     @property
     def takes_var_kwargs(self) -> bool:

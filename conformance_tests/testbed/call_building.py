@@ -69,7 +69,8 @@ class CallBuilder:
         record = self.bed.types.records.get(key.kind or "")  # the key type's fields, in constructor order
         named = dict(zip(record.fields if record is not None else (), key.args, strict=False)) | key.kwargs
         if key.kind == "CacheKeyByIdAndIndex":
-            return named.get("batch_index", 0) if isinstance(named.get("batch_index", 0), int) else None
+            batch = named.get("batch_index", 0)
+            return batch if isinstance(batch, int) else None
         if key.kind == "CacheKey":
             remote = self.bed.scenario.src if op.remote_side == "src" else self.bed.scenario.dst
             bound = (named.get("req_id"), named.get("model_id", 0))

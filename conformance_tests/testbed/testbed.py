@@ -322,8 +322,7 @@ class Testbed:
         values = self.calls.values(push, args, only_given=only_given)
         return push.with_call(Call(values, push.operation, positional=positional, key=op.key,
                                    key_entries=op.key_entries, key_entry=self.calls.key_entry(values),
-                                   by_keyword=frozenset(self.run.signature.names) - {
-                                       p.name for p in self.run.signature.declared}))
+                                   by_keyword=frozenset(self.run.signature.through_kwargs)))
 
     def push(self, push: Push, *, bound: float | None = 30.0) -> Outcome:
         """Make ``push`` (its arguments built); with ``bound`` a hang becomes an Outcome."""

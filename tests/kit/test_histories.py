@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import find, settings
+from hypothesis import find
 
 import conformance_tests.running.profiles  # noqa: F401 - registers the profiles
 from conformance_tests.inputs import strategies
@@ -26,15 +26,6 @@ from mutants import catalog
 from reference_impl.backend import backend as reference
 
 HISTORY = "push_cache.history.valid_pushes"
-
-
-@pytest.fixture
-def quick():
-    previous = settings.default
-    settings.load_profile("quick")
-    yield
-    settings.register_profile("_restore", previous)
-    settings.load_profile("_restore")
 
 
 def _run(backend, stream: str, examples: int):

@@ -10,7 +10,6 @@ import re
 from dataclasses import replace
 
 import pytest
-from hypothesis import settings
 
 import conformance_tests.running.profiles  # noqa: F401 - registers the profiles
 from conformance_tests.judging.judge import ClauseFailure
@@ -39,15 +38,6 @@ class WrongBytePull(CacheManager):
 
 #: the reference with WrongBytePull's pulls (module level: a repro script imports its backend by name)
 BROKEN = ReferenceBackend(name="wrong-byte-pull", cache_manager_cls=WrongBytePull)
-
-
-@pytest.fixture
-def quick():
-    previous = settings.default
-    settings.load_profile("quick")
-    yield
-    settings.register_profile("_restore", previous)
-    settings.load_profile("_restore")
 
 
 @pytest.fixture
