@@ -116,7 +116,7 @@ def _rule_row(rule: InventoryRule) -> Row:
     sentences = (("zh", rule.sentence),) if rule.sentence else (("facts", rule.facts or "the fact sheets"),)
     data = {"operation": rule.operation, "id": rule.id, "level": rule.level.value, "says": rule.says,
             "outcome": rule.describe_expect(), "raises": list(rule.raises), "status": rule.status,
-            "refines": rule.refines, "deviation": rule.deviation,
+            "refines": rule.refines, "deviation": rule.deviation, "not_a_clause": rule.not_a_clause,
             "source": {"page": rule.page, "where": rule.where, "sentence": rule.sentence, "facts": rule.facts}}
     return Row(rule.id, rule.level.value, None, None, None, rule.describe_expect(), sentences, data)
 
