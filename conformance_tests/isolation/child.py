@@ -65,16 +65,21 @@ class Registry:
 
 def _attribute(obj: Any, name: str) -> list[Any]:
     value = getattr(obj, name)
-    if inspect.ismethod(value) and value.__self__ is obj and callable(getattr(type(obj), name, None)):
-        # called through the owner's handle: one round trip, no handle per lookup; the signature goes along
-        # (the suite inspects push_cache's)
-        try:
-            signature: inspect.Signature | None = inspect.signature(value)
-        except (TypeError, ValueError):
-            signature = None
+    if not inspect.ismethod(value):
+        return [wire.VALUE, value]
+    # called through the owner's handle by name: one round trip, no handle per lookup; the signature goes along
+    # (the suite inspects the operation's)
+    try:
+        signature: inspect.Signature | None = inspect.signature(value)
+    except (TypeError, ValueError):
+        signature = None
+    if value.__self__ is obj and callable(getattr(type(obj), name, None)):
         # a method of the class: the kit may take it as a method of every object of this class
         return [wire.METHOD, [name, signature, f"{type(obj).__module__}.{type(obj).__qualname__}"]]
-    return [wire.VALUE, value]
+    # a bound method the object hands out without its class defining it (an adapter forwarding through
+    # __getattr__ gives another object's): still called by name on this object, so it keeps its signature, but
+    # no class name, so the kit holds it for no other object (another object of the class may forward elsewhere)
+    return [wire.METHOD, [name, signature, None]]
 
 
 def capabilities_as_data(caps: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

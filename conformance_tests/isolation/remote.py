@@ -47,6 +47,10 @@ class Remote:
             kind, value = self._executor.request(self, "getattr", name)
             if kind != "method":
                 return value
+            if value[2] is None:
+                # a method the object forwards (its class does not define it): its signature, but held for no
+                # object, not even this one (what __getattr__ hands out may change); still called by name
+                return RemoteMethod(self, name, value[1])
             known = self._executor.methods[(self._type, name)] = value[1]
         # a method of the object's class stays its method (as a bound method would in process): looked up once
         # per class, not once per object

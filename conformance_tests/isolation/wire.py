@@ -5,10 +5,12 @@ A request's op is one of ``getattr``, ``call``, ``each``, ``api`` (the notice ``
 arguments are the codec message ``[handle, name, args, kwargs, released, threaded]``: the object it is made on,
 the attribute, the call's arguments, the handles the kit let go of since its last request, and whether it comes
 from a thread of the kit's other than the main one (it then runs on a thread of the backend's process too). A
-``getattr`` is answered with ``[kind, value]``: a value (:data:`VALUE`) or a method of the object's class
-(:data:`METHOD`); an ``api`` with the node's API described (the kit builds its own classes by name:
-:mod:`conformance_tests.isolation.api`); the others with their value. The first message is the hello: the
-backend's name, version, target and capabilities, or why it could not start.
+``getattr`` is answered with ``[kind, value]``: a value (:data:`VALUE`) or a bound method (:data:`METHOD`:
+``[name, signature, class name]``, the class name None when the object's class does not define it, as for a
+method an adapter forwards through ``__getattr__``: the kit then holds it for no other object); an ``api`` with
+the node's API described (the kit builds its own classes by name: :mod:`conformance_tests.isolation.api`); the
+others with their value. The first message is the hello: the backend's name, version, target and capabilities,
+or why it could not start.
 
 Plain data crosses by value; members of the API's enums cross by name; an exception crosses as a record (kind,
 status code, message, traceback); every other object stays in the backend's process, and the kit gets a handle
@@ -17,11 +19,12 @@ status code, message, traceback); every other object stays in the backend's proc
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from datawire import Codec, WireError
 
-#: what a ``getattr`` found: a value, or a method of the object's class
+#: what a ``getattr`` found: a value, or a bound method (called by name on the object, its signature as data)
 VALUE, METHOD = "value", "method"
 
 
@@ -44,4 +47,8 @@ def read_attribute(got: Any) -> tuple[str, Any]:
     """A ``getattr``'s answer: ``(kind, value)``."""
     if not (isinstance(got, list) and len(got) == 2 and got[0] in (VALUE, METHOD)):
         raise WireError("an attribute that is not [kind, value]")
+    if got[0] == METHOD and not (isinstance(got[1], list) and len(got[1]) == 3 and isinstance(got[1][0], str)
+                                 and isinstance(got[1][1], (inspect.Signature, type(None)))
+                                 and isinstance(got[1][2], (str, type(None)))):
+        raise WireError("a method that is not [name, signature, class name]")
     return got[0], got[1]
