@@ -1,5 +1,5 @@
-"""The results site's page models: what site.py hands its templates (a grid cell, a family's summary, a run's
-history row, the chart), typed like the report parts they are made from."""
+"""The results site's page models: what site.py hands its templates (an operation's grid, a grid cell, a family's
+summary, a run's history row, the chart), typed like the report parts they are made from."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .parts import Summary
 from .shades import VerdictClass
 
 if TYPE_CHECKING:
-    from .site import Implementation, Run
+    from .site_model import Column, Implementation, Run
 
 #: a verdict as the pages show it ("class" is its CSS class: a Python keyword, hence the functional form)
 VerdictView = TypedDict("VerdictView", {"label": str, "class": VerdictClass, "certified": bool, "reasons": list[str]})
@@ -39,6 +39,7 @@ class FamilyCell(TypedDict):
 
 class FamilyGroup(TypedDict):
     name: str
+    key: str  # how the URL's open= names it: the family, or "<operation>.<family>" on a site of several operations
     count: int
     columns: list[int]
     failing: int
@@ -50,6 +51,23 @@ class GridRow(TypedDict):
     impl: Implementation
     verdict: VerdictView
     cells: list[Cell]
+
+
+class OperationGrid(TypedDict):
+    """One operation's grid on the index: its implementations, its clause columns (described by its packaged
+    spec, ``spec_version`` None when the kit has none), and every clause its runs name (each gets a page)."""
+
+    operation: str
+    key: str  # a safe name: the grid's HTML ids
+    spec_version: str | None
+    impls: list[Implementation]
+    columns: list[Column]
+    all_columns: list[Column]
+    groups: list[FamilyGroup]
+    grid: list[GridRow]
+    deviation_cols: set[str]
+    deviations: int
+    run_count: int
 
 
 class ChangesView(TypedDict):

@@ -1,6 +1,6 @@
 """The formats derived from a report, byte for byte as the code before the typed report model wrote them (the
 golden files: tests/report/golden/make_golden.py says how they were made): the typed parts change types, not
-bytes."""
+bytes. The site's pages are held to the bytes they have had since the site grouped reports by operation."""
 
 from __future__ import annotations
 

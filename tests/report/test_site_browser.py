@@ -20,7 +20,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from conformance_tests.report.site import OPEN_COLUMNS, build_site
+from conformance_tests.report.site import build_site
+from conformance_tests.report.site_model import OPEN_COLUMNS
 from conformance_tests.spec import load_spec
 from tests.helpers import ROOT
 from tests.helpers.certify import certify
@@ -98,7 +99,7 @@ def _index(site: dict[str, Any]) -> str:
 def _cells(page: Any, impl: str) -> dict[str, dict[str, str]]:
     """The grid cells of an implementation's row: clause ID -> its outcome, deviation mark and background."""
     return page.eval_on_selector_all(
-        f'#grid tr.impl-row[data-impl="{impl}"] td.cell',
+        f'table.grid tr.impl-row[data-impl="{impl}"] td.cell',
         """cells => Object.fromEntries(cells.map(td => [td.dataset.clause, {
                outcome: td.dataset.outcome, deviation: td.dataset.deviation, hidden: td.hidden,
                background: getComputedStyle(td).backgroundColor}]))""")
@@ -114,13 +115,13 @@ def test_the_grid_renders_the_four_implementations_with_the_vendors_deviations(s
     from mutants.catalog import MUTANTS as CATALOG
 
     page.goto(_index(site))
-    rows = page.locator("#grid tr.impl-row")
+    rows = page.locator("table.grid tr.impl-row")
     assert rows.count() == 4
-    assert _visible(page, "#grid tr.impl-row") == list(BACKENDS)
+    assert _visible(page, "table.grid tr.impl-row") == list(BACKENDS)
     for i in range(4):
         box = rows.nth(i).bounding_box()
         assert box is not None and box["height"] > 10 and box["width"] > 500, box
-    columns = page.locator("#grid th.clause-head").count()
+    columns = page.locator("table.grid th.clause-head").count()
     assert columns == len(site["reports"]["reference"]["clauses"]) == NEWEST
     # the vendor fails exactly the selected clauses whose report row records a deviation
     vendor = site["reports"]["reference-vendor"]
@@ -141,7 +142,7 @@ def test_the_grid_renders_the_four_implementations_with_the_vendors_deviations(s
             mine = _cells(page, f"mutant-{m.name}")
             assert set(m.targets) <= {cid for cid, cell in mine.items() if cell["outcome"] == "failed"}, m.name
     # the screenshot: the whole grid at a width that holds it
-    width = page.evaluate("document.getElementById('grid').scrollWidth")
+    width = page.evaluate("document.querySelector('table.grid').scrollWidth")
     page.set_viewport_size({"width": min(int(width) + 80, 4000), "height": SCREEN["height"]})
     ARTEFACT.parent.mkdir(parents=True, exist_ok=True)
     page.locator("#grid-section").screenshot(path=str(ARTEFACT))
@@ -151,45 +152,45 @@ def test_the_grid_renders_the_four_implementations_with_the_vendors_deviations(s
 def test_the_filters_hide_and_show_rows_and_columns_and_keep_their_state_in_the_url(site: dict[str, Any],
                                                                                    page: Any) -> None:
     page.goto(_index(site))
-    all_columns = page.locator("#grid th.clause-head").count()
+    all_columns = page.locator("table.grid th.clause-head").count()
     # outcome "failed": the reference (nothing failed) is hidden; only the clauses someone failed stay
     page.locator('#filter input[data-group="outcome"][value="failed"]').check()
     assert urlsplit(page.url).fragment == "outcome=failed"
-    assert _visible(page, "#grid tr.impl-row") == ["reference-vendor", *(f"mutant-{m}" for m in MUTANTS)]
+    assert _visible(page, "table.grid tr.impl-row") == ["reference-vendor", *(f"mutant-{m}" for m in MUTANTS)]
     failing = {c["id"] for r in site["reports"].values() for c in r["clauses"] if c["outcome"] == "failed"}
-    assert set(_visible(page, "#grid th.clause-head")) == failing
+    assert set(_visible(page, "table.grid th.clause-head")) == failing
     assert page.locator("#visible-impls").inner_text() == "3"
     assert page.locator("#visible-clauses").inner_text() == str(len(failing))
     # and level "should" on top: no should clause failed (a should failure is "incompatible"): nothing left
     page.locator('#filter input[data-group="level"][value="should"]').check()
     assert urlsplit(page.url).fragment == "outcome=failed&level=should"
-    assert _visible(page, "#grid tr.impl-row") == [] and _visible(page, "#grid th.clause-head") == []
+    assert _visible(page, "table.grid tr.impl-row") == [] and _visible(page, "table.grid th.clause-head") == []
     page.locator("#filter-clear").click()
     assert urlsplit(page.url).fragment == ""
-    assert len(_visible(page, "#grid tr.impl-row")) == 4
+    assert len(_visible(page, "table.grid tr.impl-row")) == 4
     # without a filter, the families open by default show their columns, the others their summary column
-    open_families = page.eval_on_selector_all('#grid th.family-head[data-open="true"]', "els => els.map(e => "
+    open_families = page.eval_on_selector_all('table.grid th.family-head[data-open="true"]', "els => els.map(e => "
                                               "e.dataset.family)")
-    assert len(_visible(page, "#grid th.clause-head")) == sum(
+    assert len(_visible(page, "table.grid th.clause-head")) == sum(
         1 for c in site["reports"]["reference"]["clauses"] if c["family"] in open_families) < all_columns
     # family "timeout": only its columns, every implementation still shown
     page.locator('#filter input[data-group="family"][value="timeout"]').check()
     timeout = [c["id"] for c in site["reports"]["reference"]["clauses"] if c["family"] == "timeout"]
-    assert _visible(page, "#grid th.clause-head") == timeout
-    assert len(_visible(page, "#grid tr.impl-row")) == 4
+    assert _visible(page, "table.grid th.clause-head") == timeout
+    assert len(_visible(page, "table.grid tr.impl-row")) == 4
     assert page.eval_on_selector_all(
-        "#grid th.family-head", "els => els.filter(e => !e.hidden).map(e => [e.dataset.family, e.colSpan])"
+        "table.grid th.family-head", "els => els.filter(e => !e.hidden).map(e => [e.dataset.family, e.colSpan])"
     ) == [["timeout", len(timeout)]]
     # the state comes back from the URL: the vendor's departures in the safety family
     page.goto(_index(site) + "#outcome=failed&family=safety")
     page.reload()
     assert page.locator('#filter input[data-group="outcome"][value="failed"]').is_checked()
     assert page.locator('#filter input[data-group="family"][value="safety"]').is_checked()
-    shown = set(_visible(page, "#grid th.clause-head"))
+    shown = set(_visible(page, "table.grid th.clause-head"))
     assert shown and all(cid.startswith("push_cache.safety.") for cid in shown)
     vendor = site["reports"]["reference-vendor"]
     assert {c["id"] for c in vendor["clauses"] if c["family"] == "safety" and c.get("deviation")} <= shown
-    dimmed = page.eval_on_selector_all("#grid td.cell.dim", "els => els.filter(e => !e.hidden).length")
+    dimmed = page.eval_on_selector_all("table.grid td.cell.dim", "els => els.filter(e => !e.hidden).length")
     assert dimmed > 0  # the cells of the shown columns that did not fail are dimmed, not hidden
 
 
@@ -208,7 +209,7 @@ def test_every_link_on_the_index_resolves_to_a_file_of_the_site(site: dict[str, 
 
 def test_the_links_lead_to_the_implementation_and_clause_pages(site: dict[str, Any], page: Any) -> None:
     page.goto(_index(site))
-    page.locator('#grid th.impl a', has_text="reference-vendor").click()
+    page.locator('table.grid th.impl a', has_text="reference-vendor").click()
     assert page.url.endswith("/impl/reference-vendor.html")
     assert "not certified" in page.locator("#badge").inner_text()
     assert page.locator("#history tr.run-row").count() == 1
@@ -224,7 +225,7 @@ def test_the_links_lead_to_the_implementation_and_clause_pages(site: dict[str, A
     assert dict(outcomes)["reference-vendor"] == "failed" and dict(outcomes)["reference"] == "passed"
     page.go_back()
     page.go_back()
-    page.locator('#grid tr.impl-row[data-impl="reference-vendor"] td.cell[data-outcome=failed]:not([hidden]) a'
+    page.locator('table.grid tr.impl-row[data-impl="reference-vendor"] td.cell[data-outcome=failed]:not([hidden]) a'
                  ).first.click()
     assert "/runs/reference-vendor/1/index.html#clause-" in page.url  # the run's own page, at the clause
     assert page.locator("#verdict").inner_text() == site["reports"]["reference-vendor"]["verdict"]["label"]
@@ -268,12 +269,12 @@ def test_the_grid_of_every_clause_fits_1280_px_with_the_failing_families_first_a
     page = context.new_page()
     try:
         page.goto((whole_spec_site["out"] / "index.html").resolve().as_uri())
-        assert page.locator("#grid th.clause-head").count() == len(whole_spec_site["clauses"]) == NEWEST
+        assert page.locator("table.grid th.clause-head").count() == len(whole_spec_site["clauses"]) == NEWEST
         wide = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth, "
-                             "document.getElementById('grid-wrap').scrollWidth, "
-                             "document.getElementById('grid-wrap').clientWidth]")
+                             "document.querySelector('.grid-wrap').scrollWidth, "
+                             "document.querySelector('.grid-wrap').clientWidth]")
         assert wide[0] <= wide[1] and wide[2] <= wide[3], ("sideways scroll at 1280 px", wide)
-        heads = page.eval_on_selector_all("#grid th.family-head", "els => els.map(e => [e.dataset.family, "
+        heads = page.eval_on_selector_all("table.grid th.family-head", "els => els.map(e => [e.dataset.family, "
                                                                   "e.dataset.open])")
         families = [f for f, _ in heads]
         assert set(families[:3]) == set(BROKEN), heads  # the failing families first
@@ -287,21 +288,21 @@ def test_the_grid_of_every_clause_fits_1280_px_with_the_failing_families_first_a
                 budget -= size[f]
         assert opened == [f for f in families[:3] if f in fit] and opened, (heads, size, OPEN_COLUMNS)
         family_of = {c["id"]: c["family"] for c in whole_spec_site["clauses"]}
-        assert set(_visible(page, '#grid tr.impl-row[data-impl="vendor"] td.cell[data-outcome=failed]')) \
+        assert set(_visible(page, 'table.grid tr.impl-row[data-impl="vendor"] td.cell[data-outcome=failed]')) \
             == {cid for cid in whole_spec_site["broken"] if family_of[cid] in opened}
         folded = [f for f in BROKEN if f not in opened]
-        summary = page.eval_on_selector_all('#grid tr.impl-row[data-impl="vendor"] td.family-cell',
+        summary = page.eval_on_selector_all('table.grid tr.impl-row[data-impl="vendor"] td.family-cell',
                                             "els => els.filter(e => !e.hidden).map(e => [e.dataset.family, "
                                             "e.dataset.worst, e.textContent.trim()])")
         assert [s for s in summary if s[0] in folded] == [[f, "failed", "✗2"] for f in folded], summary
         # a folded family opens on a click (its columns show, the URL keeps it) and folds again
         closed = next(f for f, o in heads if o == "false")
-        page.locator(f'#grid th.family-head[data-family="{closed}"] button').click()
+        page.locator(f'table.grid th.family-head[data-family="{closed}"] button').click()
         mine = [c["id"] for c in whole_spec_site["clauses"] if c["family"] == closed]
-        assert [c for c in _visible(page, "#grid th.clause-head") if c in mine] == mine
+        assert [c for c in _visible(page, "table.grid th.clause-head") if c in mine] == mine
         assert urlsplit(page.url).fragment == f"open={closed}"
-        page.locator(f'#grid th.family-head[data-family="{closed}"] button').click()
-        assert not [c for c in _visible(page, "#grid th.clause-head") if c in mine]
+        page.locator(f'table.grid th.family-head[data-family="{closed}"] button').click()
+        assert not [c for c in _visible(page, "table.grid th.clause-head") if c in mine]
         assert urlsplit(page.url).fragment == ""
     finally:
         context.close()
@@ -320,3 +321,49 @@ def test_no_planted_or_linked_script_is_in_the_sites_dom(whole_spec_site: dict[s
             assert page.locator("#verdict").count() == 1  # the kit's own page, rendered from the report
     finally:
         context.close()
+
+
+# ------------------------------------------------------------------- reports of two operations
+
+
+@pytest.fixture
+def family_site(kit: Any, tmp_path: Path) -> Path:
+    """The reference's push_cache report (all passing) and its pull_cache report (one failing clause), and a
+    vendor's pull_cache report: two grids."""
+    from tests.report.test_site import all_passing, report_of, write
+    from tests.report.test_site_operations import PULL_FAILING, pull_report
+
+    push = report_of(kit, "reference", "2025-02-01T10:00:00+00:00", all_passing(kit, kit.CLAUSES))
+    paths = [write(tmp_path / "in" / "push", push),
+             write(tmp_path / "in" / "pull", pull_report(kit, "reference", "2025-01-01T10:00:00+00:00",
+                                                          (PULL_FAILING,))),
+             write(tmp_path / "in" / "vendor", pull_report(kit, "vendor", "2025-01-15T10:00:00+00:00"))]
+    build_site(paths, tmp_path / "site")
+    return tmp_path / "site"
+
+
+def test_the_filters_pick_operations_and_a_family_opens_in_its_own_grid(family_site: Path, page: Any) -> None:
+    page.goto((family_site / "index.html").resolve().as_uri())
+    assert page.eval_on_selector_all("table.grid", "ts => ts.map(t => t.dataset.operation)") == [
+        "push_cache", "pull_cache"]
+    assert page.locator("#visible-impls").inner_text() == "3"
+    # the operation filter shows one grid
+    page.locator('#filter input[data-group="operation"][value="pull_cache"]').check()
+    assert urlsplit(page.url).fragment == "operation=pull_cache"
+    assert not page.locator("#op-push_cache").is_visible() and page.locator("#op-pull_cache").is_visible()
+    assert page.locator("#visible-impls").inner_text() == "2"
+    page.locator("#filter-clear").click()
+    # outcome "failed": the reference's pull_cache row alone, in every grid
+    page.locator('#filter input[data-group="outcome"][value="failed"]').check()
+    shown = page.eval_on_selector_all("table.grid tr.impl-row", "rs => rs.filter(r => r.offsetParent !== null)"
+                                                                ".map(r => [r.dataset.impl, r.dataset.operation])")
+    assert shown == [["reference", "pull_cache"]]
+    page.locator("#filter-clear").click()
+    # a family folded in both grids opens in the one clicked: the URL names it with its operation
+    grid = 'table.grid[data-operation="pull_cache"]'
+    page.locator(f'{grid} th.family-head[data-family="param"] button').click()
+    assert urlsplit(page.url).fragment == "open=pull_cache.param"
+    assert _visible(page, f'{grid} th.clause-head[data-family="param"]')
+    assert not _visible(page, 'table.grid[data-operation="push_cache"] th.clause-head[data-family="param"]')
+    page.reload()  # and comes back from the URL
+    assert _visible(page, f'{grid} th.clause-head[data-family="param"]')

@@ -6,6 +6,10 @@ code is held to the old code's bytes:
 
     cd <a checkout of that commit> && PYTHONHASHSEED=0 python <this file> <report.json of a reference certification>
 
+The site's hashes (``site.sha256.json``) were made again when the site came to group reports by operation (a grid
+per operation, the operation named on the implementation and clause pages, ``operations`` in site.json): from the
+same two reports, with ``site_hashes`` of this file; each run's own page and every badge.json kept their bytes.
+
 ``reference.report.json`` is that certification's report (CERTIFIED); ``every.report.json`` is the report the
 self-tests' ``every_report`` fixture builds (every outcome, failures, a flaky test, waivers).
 """
@@ -26,11 +30,10 @@ FORMATS = ("junit.xml", "summary.md", "index.html", "badge.json")
 
 def site_hashes(reports: dict[str, dict]) -> dict[str, str]:
     """sha256 of every page of the site of ``reports`` (by the name each report is read from)."""
-    from conformance_tests.report import site
-    from conformance_tests.spec import load_spec
+    from conformance_tests.report import site, site_model
 
-    runs = [site.Run(report, Path(name), order) for order, (name, report) in enumerate(reports.items())]
-    pages = site._pages(site._implementations(runs), load_spec())
+    runs = [site_model.Run(report, Path(name), order) for order, (name, report) in enumerate(reports.items())]
+    pages = site._pages(site_model.implementations(runs))
     return {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in sorted(pages.items())}
 
 
