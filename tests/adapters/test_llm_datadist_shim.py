@@ -101,11 +101,24 @@ def test_the_siblings_through_llm_datadist_on_two_ssh_hosts_are_certified(shim_p
     out = proc.stdout + proc.stderr
     family = json.loads((tmp_path / "family" / "family.json").read_text())
     verdicts = {row["operation"]: row["verdict"] for row in family["operations"]}
-    assert verdicts == dict.fromkeys(SIBLINGS, "CERTIFIED"), f"{verdicts}\n{out[-3000:]}"
+    assert verdicts == dict.fromkeys(SIBLINGS, "CERTIFIED"), f"{verdicts}\n{_failures(tmp_path / 'family')}"
     assert proc.returncode == 0 and family["verdict"] == "CERTIFIED", out[-3000:]
     for op in SIBLINGS:
         report = json.loads((tmp_path / "family" / op / "report.json").read_text())
         assert (report["backend"]["name"], report["spec"]["operation"]) == ("llm_datadist", op)
+
+
+def _failures(family: Path) -> str:
+    """Each failing test of each operation's report, with its message's first lines: the run's tail names only
+    the last operation's, and a failure on a loaded CI machine must say which clause and why."""
+    lines = []
+    for report_json in sorted(family.glob("*/report.json")):
+        report = json.loads(report_json.read_text())
+        for test in report["tests"]:
+            if test["outcome"] not in ("passed", "skipped", "xfailed"):
+                message = "\n    ".join(str(test.get("message") or "").splitlines()[:12])
+                lines.append(f"{report['spec']['operation']} {test['id']} {test['outcome']}:\n    {message}")
+    return "\n".join(lines) or "no failing test in the reports"
 
 
 def test_without_the_package_the_backend_says_so(tmp_path: Path) -> None:
