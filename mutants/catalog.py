@@ -1502,6 +1502,24 @@ class blocks_device_to_host_moves_nothing(CacheManager):
         return super()._block_slices(a, link, local, remote, src_layer, dst_layer)
 
 
+def _packed_view(manager: CacheManager, entry: Any, tensor: int, offset: int, nbytes: int) -> np.ndarray:
+    """Tensor ``tensor`` of ``entry`` where an allocation would have put it: right after the tensor before it
+    (the pool hands a cache's tensors out back to back; registered memory need not be)."""
+    space = manager.engine.memory.space(entry.placement)
+    return space.view(entry.tensor_addrs[0] + tensor * entry.tensor_nbytes + offset, nbytes)
+
+
+@mutant("reads the local blocks cache's tensors as if packed back to back, as an allocation lays them out: a blocks "
+        "cache registered at other addresses (register_blocks_cache) is read from the wrong memory",
+        ("push_blocks.history.valid_pushes",), by="histories",
+        focus=("push_blocks.history.valid_pushes", "push_blocks.data.postcondition", "push_blocks.data.any_setup",
+               "push_blocks.data.placements", "push_blocks.data.dtypes"))
+class blocks_local_tensors_packed(CacheManager):
+    def _block_pairs(self, link, local, remote, spans):  # type: ignore[no-untyped-def]
+        return [(_packed_view(self, local, s.src_tensor, s.src_offset, s.nbytes),
+                 self._dst_view(link, remote, s.dst_tensor, s.dst_offset, s.nbytes)) for s in spans]
+
+
 # ---------------------------------------------------------------- pull_cache (spec/pull_cache.yaml)
 # Each overrides a hook of the reference's pull path (reference_impl/pull_cache.py, pull_transfer.py) or one it
 # shares with the pushes (link, remote lookup, timing), and is certified against pull_cache's spec.
@@ -2293,3 +2311,15 @@ class pull_blocks_from_dead_peer(_shared(pull_from_dead_peer)):  # type: ignore[
         "once (pull_blocks)", ("pull_blocks.timeout.link_recovers",))
 class pull_blocks_poisoned_after_timeout(_shared(poisoned_after_timeout)):  # type: ignore[misc]
     pass
+
+
+@mutant("writes the local blocks cache's tensors as if packed back to back, as an allocation lays them out: into a "
+        "blocks cache registered at other addresses (register_blocks_cache) it writes the wrong memory",
+        ("pull_blocks.history.valid_pulls",), by="histories",
+        focus=("pull_blocks.history.valid_pulls", "pull_blocks.data.postcondition", "pull_blocks.data.any_setup",
+               "pull_blocks.data.placements", "pull_blocks.data.dtypes", "pull_blocks.data.from_contiguous",
+               "pull_blocks.data.from_contiguous.blocks"))
+class pull_blocks_local_tensors_packed(CacheManager):
+    def _span_pairs(self, src, dst, spans):  # type: ignore[no-untyped-def]
+        return [(src.views[s.src_tensor][s.src_offset:s.src_offset + s.nbytes],
+                 _packed_view(self, dst, s.dst_tensor, s.dst_offset, s.nbytes)) for s in spans]

@@ -114,7 +114,7 @@ class CacheMaker:
 
     def blocks_key(self, node_name: str, model_id: int) -> dict[str, Value]:
         napi = "api" if node_name == "local" else f"{node_name}.api"
-        cluster = self.bed.local_id if node_name == "local" else self.bed.remote_id
+        cluster = self.bed.cluster_of(node_name)
         code = f"{napi}.BlocksCacheKey({cluster}, {model_id})"
         try:
             return {"blocks_cache_key": Value(self.bed.node(node_name).api.BlocksCacheKey(cluster, model_id), code)}

@@ -281,15 +281,21 @@ class Testbed:
         if fault.kind == "kill_node":
             self.dead.add(fault.node)
 
+    def cluster_of(self, node_name: str) -> int:
+        """The cluster id of the node the script calls ``node_name``."""
+        return int(self.local_id if node_name == "local" else self.remote_id)
+
     def deallocate(self, name: str) -> None:
-        """Free cache ``name``; with raw memory its old region stays watched (nothing may write there)."""
+        """Free cache ``name`` (a blocks cache by deallocate_blocks_cache, which deallocate_cache refuses); with
+        raw memory its old region stays watched (nothing may write there)."""
         info = self.caches.pop(name)
         self.before.pop(name, None)
         addrs = list(info.guarded or [])
         if not addrs and self.caps.get("raw_memory"):
             addrs = [int(a) for a in getattr(info.cache, "tensor_addrs", []) or []]
-        self._step(f"deallocate_cache ({name})", self.rec.invoke, None, Value(self.node(info.node_name), info.node_name),
-                   "cache_manager.deallocate_cache", Value(info.cache, name))
+        method = "deallocate_blocks_cache" if info.made == "allocate_blocks" else "deallocate_cache"
+        self._step(f"{method} ({name})", self.rec.invoke, None, Value(self.node(info.node_name), info.node_name),
+                   f"cache_manager.{method}", Value(info.cache, name))
         self.freed.append(Freed(info, addrs))
 
     def close(self) -> None:

@@ -55,11 +55,13 @@ class HistoryBed(Testbed):
         #: caches whose last windowed read matched no state the model knows (read in full when judged right)
         self.inexact: set[str] = set()
         self.reads = 0  # windowed reads so far: each samples other windows, the same in every replay
+        self.cluster_ids: dict[str, int] = {}  # node name -> its cluster id
 
     # ---- the cluster -------------------------------------------------------------------------------------
 
     def open_nodes(self, nodes: Sequence[NodeState]) -> None:
         specs = [{"cluster_id": n.cluster_id, "role": n.role, "options": dict(n.options)} for n in nodes]
+        self.cluster_ids = {n.name: n.cluster_id for n in nodes}
         backend = self.rec.bind("backend", self.backend)
         self.cluster = self._step("open_cluster", self.rec.invoke, "cluster", backend, "open_cluster", lit(specs))
         for n in nodes:
@@ -71,6 +73,9 @@ class HistoryBed(Testbed):
 
     def node(self, node_name: str) -> Any:
         return self.nodes[node_name]
+
+    def cluster_of(self, node_name: str) -> int:
+        return self.cluster_ids[node_name]
 
     def forget(self) -> None:
         """Drop every byte and every backend object the history holds, once its cluster is closed (its call log
@@ -135,11 +140,15 @@ class HistoryBed(Testbed):
         self._step("write_memory", self.rec.invoke, None, nodev, "write_memory", Value(mem, f"{name}_mem"),
                    Value(np.full(total, GUARD, dtype=np.uint8), f"np.full({total}, {GUARD:#04x}, dtype=np.uint8)"))
         addrs = [mem + off for off in offsets]
-        cache = self._step(f"register_cache ({name})", self.rec.invoke, name, nodev, "cache_manager.register_cache",
+        # a blocks cache (desc.blocks) by register_blocks_cache, bound to its BlocksCacheKey
+        method = "register_blocks_cache" if desc.blocks else "register_cache"
+        keys = self.making.cache_keys(node.name, desc) if desc.blocks else {}
+        cache = self._step(f"{method} ({name})", self.rec.invoke, name, nodev, f"cache_manager.{method}",
                            self.desc_value(node.name, desc),
                            Value(addrs, f"[{name}_mem + off for off in {offsets!r}]"),
-                           remote_accessible=lit(remote_accessible))
-        info = CacheInfo(name, node.name, cache, layout, desc.data_type, desc.placement, addrs, (mem, total))
+                           remote_accessible=lit(remote_accessible), **keys)
+        info = CacheInfo(name, node.name, cache, layout, desc.data_type, desc.placement, addrs, (mem, total),
+                         "register_blocks" if desc.blocks else "")
         self.caches[name] = info
         return info
 

@@ -1,8 +1,9 @@
 """The history machine (a hypothesis ``RuleBasedStateMachine``): its rules are the operations the backend
 protocol offers, one rule each, in any order the protocol allows — link, unlink, allocate, register (at uneven
 offsets), free, free again, rewrite and push (valid, in every situation the spec declares: a rule per situation,
-broken by a generate rule of any clause, repeated, from several threads at once; in a run whose operation pulls,
-pull: :mod:`.pulls`) — and its model is the kit's
+broken by a generate rule of any clause, repeated, from several threads at once; in a run whose operation pulls
+a batch entry, pull: :mod:`.pulls`; in one whose operation moves block lists, blocks: :mod:`.blocks`) — and its
+model is the kit's
 oracle (:mod:`.world`, the testbed's snapshots).  Each push is judged by the clause of its situation; after every
 other step every byte the kit can see must be as the history left it (the invariant ``bytes_as_left``).  A failure
 shrinks to a minimal history.
@@ -40,6 +41,7 @@ from ...testbed.testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from . import draws
 from .bed import HistoryBed
+from .blocks import blocks_operation, blocks_rule, opening_moves
 from .broken import push_broken
 from .by_relation import NODES, drawn_relation, push_in_relation
 from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
@@ -94,8 +96,10 @@ def freeable(v: object) -> bool:
 
 
 def refreeable(v: object) -> bool:
-    """A freed allocated cache on a live node (freeing it again is a documented no-op)."""
-    return isinstance(v, CacheState) and v.freed and not v.registered and (v.host is None or v.host.alive)
+    """A freed allocated cache on a live node (freeing it again is a documented no-op; deallocate_cache's, which
+    takes no blocks cache)."""
+    return (isinstance(v, CacheState) and v.freed and not v.registered and not v.blocks
+            and (v.host is None or v.host.alive))
 
 
 def holds(bundle: str, pred: Callable[[object], bool]) -> Callable[[Any], bool]:
@@ -332,6 +336,8 @@ def _open(m: HistoryMachine, data: Any) -> None:
         firsts = [(*draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes), None)]
         if h.long_run:  # a pair of every DataType of the domain, each batch entry holding its special patterns
             firsts += [(*draws.tour_desc(data.draw, h.run.spec, h.dom, t), True) for t in h.dom.data_types]
+        if blocks_operation(h) is not None and h.dom.can_register:  # and a pair registered at uneven offsets
+            firsts.append((*draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes), True))
     pairs = [m.making.make_pair(data, client, server, desc, tnpl, registered=reg) for desc, tnpl, reg in firsts]
     m.making.link(client, server)
     if h.long_run:  # the long run's link is the oldest of several from its client
@@ -341,6 +347,9 @@ def _open(m: HistoryMachine, data: Any) -> None:
     pulling = pull_operation(h)
     if pulling is not None:  # a pull run's history pulls its first pairs back (pulls.py)
         opening_pulls(m, data, pulling, pairs, label)
+    moving = blocks_operation(h)
+    if moving is not None:  # a blocks run's history moves blocks between its first pairs (blocks.py)
+        opening_moves(m, data, moving, pairs, label)
     if edge_delay:
         _edge_delays(m, data, client, server)
     if not m.can("valid") or not (h.long_run or edges):
@@ -657,9 +666,13 @@ def rule_name(situation: str) -> str:
 
 def machine_for(h: HistoryRun) -> type[HistoryMachine]:
     """The machine class of one stream run (hypothesis builds a new instance per history), with a push rule per
-    situation the stream judges, and a ``pull`` rule where the run's operation pulls."""
+    situation the stream judges, a ``pull`` rule where the run's operation pulls a batch entry, and a ``blocks``
+    rule where it moves block lists."""
     pushes = {rule_name(n): push_rule(n) for n in SITUATIONS if n in h.situations}
     pulling = pull_operation(h)  # a run whose operation pulls: its histories pull too (pulls.py)
     if pulling is not None:
         pushes["pull"] = pull_rule(HistoryMachine.made, pulling)
+    moving = blocks_operation(h)  # a run whose operation moves block lists: its histories move blocks (blocks.py)
+    if moving is not None:
+        pushes["blocks"] = blocks_rule(HistoryMachine.made, moving)
     return type("History", (HistoryMachine,), {"h": h, "turns": Turns(), **pushes})

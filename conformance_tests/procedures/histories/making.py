@@ -39,6 +39,9 @@ class Making:
         if not self.room_for(desc) or not node.alive:
             return None
         name = bed.new_name()
+        model_id = self.model_id(data, node, name) if self.blocks else None
+        if model_id is not None:  # a run of an operation on block lists makes blocks caches, each with its key
+            desc = desc.with_(blocks=True, model_id=model_id)
         register = h.dom.can_register and (registered if registered is not None
                                             else data.draw(st.booleans(), label=f"{name} registered"))
         if register:
@@ -56,9 +59,22 @@ class Making:
         bed.fill_with(info, code)
         cache = CacheState(info, node.index, self.world.tick(), register, accessible,
                            int(getattr(info.cache, "cache_id", 0)), layers_of, shift, host=node,
-                           can_free=not register or self.can_unregister)
+                           can_free=not register or self.can_unregister, model_id=model_id)
         self.world.caches.append(cache)
         return cache
+
+    @property
+    def blocks(self) -> bool:
+        """Whether this history's caches are blocks caches (its run's operation moves block lists)."""
+        return self.h.run.spec.operation.lists
+
+    def model_id(self, data: Any, node: NodeState, name: str) -> int:
+        """The model_id of a new blocks cache on ``node``: one no live blocks cache of the node is bound to, drawn
+        among those of its freed blocks caches (a serving system reuses a released cache's key) or new."""
+        held = {c.model_id for c in self.world.live(node.index) if c.model_id is not None}
+        reusable = sorted({c.model_id for c in self.world.freed(node.index) if c.model_id is not None} - held)
+        fresh = max(held | set(reusable) | {-1}) + 1
+        return data.draw(st.sampled_from([fresh, *reusable]), label=f"{name} model_id")
 
     def filled(self) -> int:
         """How many caches this history has filled, this one included (each fill's bytes differ from all others)."""
@@ -99,7 +115,7 @@ class Making:
                 and (not c.registered or self.can_unregister)]
 
     def freed_again(self) -> list[CacheState]:
-        return [c for c in self.world.freed() if not c.registered and self.world.nodes[c.node].alive]
+        return [c for c in self.world.freed() if not c.registered and not c.blocks and self.world.nodes[c.node].alive]
 
     def rewritable(self) -> list[CacheState]:
         return [c for c in self.world.live() if self.world.nodes[c.node].alive]

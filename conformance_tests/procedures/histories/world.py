@@ -54,8 +54,9 @@ class CacheState:
 
     def __init__(self, info: CacheInfo, node: int, created: int, registered: bool, remote_accessible: bool,
                  cache_id: int, layers_of: int = 0, shift: int = 0, host: NodeState | None = None,
-                 can_free: bool = True) -> None:
+                 can_free: bool = True, model_id: int | None = None) -> None:
         self.info = info
+        self.model_id = model_id  # a blocks cache's: its BlocksCacheKey's model_id (None: a contiguous cache)
         self.node = node
         self.host = host  # its node (what a rule that draws it from the machine's bundle checks is alive)
         self.can_free = can_free  # the backend has the call that frees it (registered: unregister_cache)
@@ -78,6 +79,10 @@ class CacheState:
     def live(self) -> bool:
         """Not freed, on a node still alive."""
         return not self.freed and (self.host is None or self.host.alive)
+
+    @property
+    def blocks(self) -> bool:
+        return self.model_id is not None
 
     @property
     def stride(self) -> int:

@@ -1,0 +1,194 @@
+"""A history's move of blocks (the machine's ``blocks`` rule, in a run whose spec's operation moves block lists:
+push_blocks, pull_blocks): the history's caches are blocks caches (allocated, or registered at uneven offsets by
+register_blocks_cache, each bound to a BlocksCacheKey whose model_id a freed cache of its node may have had), and a
+node moves blocks over a usable link it made (client -> server), by the spec's direction: a push from a cache of
+its own into one of the server's, a pull from one of the server's into one of its own; the key names the server's
+cache by its BlocksCacheKey, the lists pair source blocks with distinct destination blocks, in any order, the
+layers drawn as a push's.  Judged like a valid push by the run's history clause: the destination exactly as the
+oracle has it, every other live cache, guard band and freed region as the history left it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, MultipleResults, multiple, precondition, rule
+
+from ...inputs.values import Deferred, Value
+from ...judging.judge import judge
+from ...spec.model import Operation
+from ...testbed.testbed import Call, Outcome
+from ..common import per_call_bound
+from .planning import MAX_LIVE_CACHES
+from .pushes import HistoryRun, clause_envelope, expect_success, observed
+from .world import CacheState, NodeState
+
+if TYPE_CHECKING:
+    from .machine import HistoryMachine
+
+
+@dataclass(frozen=True)
+class BlocksMove:
+    """``client`` moves blocks ``src_blocks`` of ``src`` into blocks ``dst_blocks`` of ``dst`` (a push: ``src``
+    is the client's; a pull: the server's), ``tnpl`` tensors per layer, over ``layer_range`` (None: every layer)."""
+
+    client: NodeState
+    server: NodeState
+    src: CacheState
+    dst: CacheState
+    tnpl: int
+    layer_range: tuple[int, int] | None
+    src_blocks: tuple[int, ...]
+    dst_blocks: tuple[int, ...]
+    pulls: bool
+
+    @property
+    def link(self) -> tuple[int, int]:
+        return (self.client.index, self.server.index)
+
+    @property
+    def keyed(self) -> CacheState:
+        """The cache the key names: the server's."""
+        return self.src if self.pulls else self.dst
+
+    def describe(self) -> str:
+        rng = "" if self.layer_range is None else f" layers {self.layer_range}"
+        src_node, dst_node = (self.server, self.client) if self.pulls else (self.client, self.server)
+        return (f"{src_node.name}:{self.src.name}{list(self.src_blocks)} -> {dst_node.name}:{self.dst.name}"
+                f"{list(self.dst_blocks)} ({'pulled by' if self.pulls else 'pushed by'} {self.client.name}), "
+                f"tnpl {self.tnpl}{rng}, keywords")
+
+
+def blocks_operation(h: HistoryRun) -> Operation | None:
+    """The operation a history's blocks step makes: the run's spec's, where its unit is block lists; None: the
+    history moves no blocks."""
+    op = h.run.spec.operation
+    return op if op.lists else None
+
+
+def blocks_rule(made: Bundle[Any], op: Operation) -> Callable[..., MultipleResults[Any]]:
+    """The machine's ``blocks`` rule (what the move made goes to the ``made`` bundle)."""
+    def blocks(self: HistoryMachine, data: Any) -> MultipleResults[Any]:
+        """A valid move of blocks over a usable link, judged (:mod:`.blocks`)."""
+        moment = self.world.clock
+        self.step(f"{op.direction} blocks")
+        first = plan_move(self, data, op)
+        # a serving system moves other blocks between the same caches again and again (repeat's times)
+        times = data.draw(st.integers(self.h.hist.repeat.min, self.h.hist.repeat.max), label="times")
+        for i in range(times if first is not None else 0):
+            assert first is not None
+            move = first if i == 0 else _move(self, data, first.client, first.server, first.src, first.dst, op)
+            if move is not None and move.src.live and move.dst.live and self.world.links.get(move.link):
+                judge_move(self, move, op, self.label(f"{op.direction} blocks") + (f", {i + 1} of {times}"
+                                                                                  if times > 1 else ""))
+        return multiple(*self.made_since(moment))
+    return precondition(lambda self: bool(self.world.usable_links()))(rule(target=made, data=st.data())(blocks))
+
+
+def opening_moves(m: HistoryMachine, data: Any, op: Operation,
+                  made: list[tuple[CacheState, CacheState] | None], label: str) -> None:
+    """What a blocks run's history reaches by construction: every pair its opening made (a cache on the client, one
+    on the server, both before the link) moves blocks, by the operation's direction."""
+    client, server = m.world.nodes[0], m.world.nodes[1]
+    for i, pair in enumerate(p for p in made if p is not None):
+        mine, theirs = pair
+        src, dst = (theirs, mine) if op.pulls else (mine, theirs)
+        move = _move(m, data, client, server, src, dst, op)
+        if move is not None:
+            judge_move(m, move, op, f"{label}, {op.direction} {i + 1}")
+
+
+def pairs(m: HistoryMachine, op: Operation) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
+    """(link, source, destination) a valid move of blocks could go between, by the operation's direction."""
+    w = m.world
+    out = []
+    for link in w.usable_links():
+        src_node, dst_node = (link[1], link[0]) if op.pulls else link
+        srcs, dsts = list(w.sources(src_node)), w.live(dst_node)
+        out += [(link, s, d) for s in srcs for d in dsts
+                if d is not s and m.planning.tnpls(s, d, open_=s if op.pulls else d)]
+    return out
+
+
+def plan_move(m: HistoryMachine, data: Any, op: Operation) -> BlocksMove | None:
+    """A move valid in every respect: between existing blocks caches, into a destination made for an existing
+    source, or from a new source into a new destination; a link that does not see the server's cache yet, or that
+    a timeout left faulted, is made again first (as a valid push's)."""
+    w = m.world
+    links = w.usable_links()
+    if not links:
+        return None
+    found = pairs(m, op)
+    src_end = 1 if op.pulls else 0
+    sources = [(p, s) for p in links for s in w.sources(p[src_end])]
+    crowded = len(w.live()) >= MAX_LIVE_CACHES and found
+    ways = ((["existing"] * 3 if found else []) + (["new destination"] if sources and not crowded else [])
+            + (["new source"] if not crowded else []))
+    way = data.draw(st.sampled_from(ways), label="blocks between")
+    if way != "existing":
+        made = m.planning.new_pair(data, links, sources, way, src_end=src_end, dst_accessible=True)
+        if made is None:
+            return None
+        p, src, dst = made
+        found = [(p, src, dst)] if m.planning.tnpls(src, dst, open_=src if op.pulls else dst) else []
+    if not found:
+        return None
+    p, src, dst = data.draw(st.sampled_from(found), label="blocks")
+    client, server = w.nodes[p[0]], w.nodes[p[1]]
+    if w.visibility(p, src if op.pulls else dst) != "valid" or w.links[p].faulted:
+        m.making.unlink(client, server)
+        m.making.link(client, server)
+    return _move(m, data, client, server, src, dst, op)
+
+
+def _move(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState, dst: CacheState,
+          op: Operation) -> BlocksMove | None:
+    """The arguments of a valid move from ``src`` into ``dst``: tensor_num_per_layer and layers as a push's, then
+    how many blocks, the destination's distinct, the source's any (a source block may be read twice)."""
+    got = m.planning.args(data, src, dst, m.planning.tnpls(src, dst, open_=src if op.pulls else dst))
+    if got is None:
+        return None
+    tnpl, rng = got
+    count = data.draw(st.integers(1, dst.batch), label="blocks moved")
+    dst_blocks = data.draw(st.lists(st.integers(0, dst.batch - 1), min_size=count, max_size=count, unique=True),
+                           label="dst blocks")
+    src_blocks = data.draw(st.lists(st.integers(0, src.batch - 1), min_size=count, max_size=count),
+                           label="src blocks")
+    return BlocksMove(client, server, src, dst, tnpl, rng, tuple(src_blocks), tuple(dst_blocks), op.pulls)
+
+
+def call_of(m: HistoryMachine, move: BlocksMove, op: Operation) -> Call:
+    """The move's call, every argument by keyword (those the release's signature takes)."""
+    bed, keyed = m.bed, move.keyed
+    assert keyed.model_id is not None
+    key = Value(Deferred(bed.api.BlocksCacheKey, [move.server.cluster_id, keyed.model_id]),
+                f"api.BlocksCacheKey({move.server.cluster_id}, {keyed.model_id})")
+    local = move.dst if move.pulls else move.src
+    rng = (Value(None, "None") if move.layer_range is None
+           else Value(range(*move.layer_range), f"range{move.layer_range!r}"))
+    given = {op.key: key, op.cache: Value(local.info.cache, local.name),
+             op.src_entries: Value(list(move.src_blocks), repr(list(move.src_blocks))),
+             op.dst_entries: Value(list(move.dst_blocks), repr(list(move.dst_blocks))),
+             "src_layer_range": rng, "dst_layer_range": rng, "tensor_num_per_layer": Value(move.tnpl, repr(move.tnpl))}
+    names = set(m.h.run.signature.names)
+    return Call({k: v for k, v in given.items() if k in names}, m.h.run.spec.api, key=op.key)
+
+
+def judge_move(m: HistoryMachine, move: BlocksMove, op: Operation, label: str) -> Outcome:
+    """Make ``move`` and judge it by the history clause (every outcome it allows: a success that lands exactly and
+    changes nothing else); a move that raised leaves its link ``faulted`` (made again before the next)."""
+    __tracebackhide__ = True
+    h, bed, w = m.h, m.bed, m.world
+    push = bed.aim(move.client, move.server, move.src.info, move.dst.info, dst_readable=True, pulls=move.pulls)
+    push = replace(push, call=call_of(m, move, op), kind=op)
+    expect_success(bed, push, move.dst)
+    outcome = bed.push_call(push, per_call_bound(h.run))
+    w.pushed_over(move.link)
+    obs = judge(bed, push, outcome, clause_envelope(h.clause), h.clause.id, f"{label}: {move.describe()}")
+    if move.link in w.links:
+        w.links[move.link].faulted = outcome.exc is not None
+    observed(bed, obs)
+    bed.rec.verdict = []
+    return outcome

@@ -1,0 +1,77 @@
+"""Histories of a blocks run (certify --operation push_blocks / pull_blocks): the machine's caches are blocks caches
+(allocated, and registered at uneven offsets by register_blocks_cache), its ``blocks`` step moves block lists by
+the operation's direction, judged by the run's history clause; it passes on the reference and fails, naming that
+clause, on a backend that lays a registered blocks cache's tensors out as an allocation would."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import replace
+
+import pytest
+
+import conformance_tests.running.profiles  # noqa: F401 - registers the profiles
+from conformance_tests.judging.judge import ClauseFailure
+from conformance_tests.procedures import PROCEDURES, items_for
+from conformance_tests.procedures.histories import blocks
+from conformance_tests.running.context import RunContext
+from conformance_tests.spec import load_spec
+from conformance_tests.spec.paths import operation_spec_path
+from mutants import catalog
+from reference_impl.backend import backend as reference
+
+#: operation -> its history clause and the mutant only its histories catch
+CASES = {"push_blocks": ("push_blocks.history.valid_pushes", "blocks_local_tensors_packed"),
+         "pull_blocks": ("pull_blocks.history.valid_pulls", "pull_blocks_local_tensors_packed")}
+
+
+@pytest.fixture
+def judged(monkeypatch):
+    """The moves the histories judged, with the calls the bed made."""
+    seen = []
+    original = blocks.judge_move
+
+    def spy(m, move, op, label):
+        seen.append((move, op, label))
+        return original(m, move, op, label)
+
+    monkeypatch.setattr(blocks, "judge_move", spy)
+    return seen
+
+
+def _run(api: str, backend, target: str, examples: int) -> RunContext:
+    spec = load_spec(operation_spec_path(api))
+    run = RunContext.for_backend(backend, target, spec=spec)
+    run.shrink_s = 5
+    clause = run.spec.clause(CASES[api][0])
+    item = next(i for i in items_for(run, clause) if i.key == "serving")
+    with contextlib.redirect_stdout(io.StringIO()):
+        PROCEDURES["history"].run(run, clause, replace(item, examples=examples))
+    return run
+
+
+@pytest.mark.parametrize("api", sorted(CASES))
+def test_a_blocks_run_moves_blocks_between_blocks_caches_by_its_direction(quick, judged, api):
+    run = _run(api, reference, "reference_impl.backend:backend", 3)
+    assert judged, "no history moved blocks"
+    op = run.spec.operation
+    for move, used, label in judged:
+        assert used == op and move.pulls == op.pulls, label
+        assert move.src.blocks and move.dst.blocks, f"{label}: a move between caches that are not blocks caches"
+        # a push's source is the client's, a pull's the server's; the key names the server's cache
+        assert move.keyed.node == move.server.index, label
+        assert (move.src.node == move.server.index) == op.pulls, label
+        assert len(move.src_blocks) == len(move.dst_blocks) == len(set(move.dst_blocks)) > 0, label
+    # every opening registers a pair of blocks caches at uneven offsets (what the broken backend below needs)
+    assert any(move.src.registered or move.dst.registered for move, _, _ in judged)
+    assert run.counters.history_pushes >= len(judged)
+
+
+@pytest.mark.parametrize("api", sorted(CASES))
+def test_registered_blocks_read_as_packed_fail_the_history_clause(quick, judged, api):
+    clause_id, name = CASES[api]
+    with pytest.raises(ClauseFailure) as info:
+        _run(api, getattr(catalog, name), f"mutants.catalog:{name}", 3)
+    assert info.value.clause_id == clause_id
+    assert judged and any(m.src.registered or m.dst.registered for m, _, _ in judged)
