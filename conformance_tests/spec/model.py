@@ -479,6 +479,9 @@ class Histories:
     streams: Mapping[str, HistoryStream]
     delays: Delays
     model_layouts: tuple[ModelLayout, ...] = ()
+    #: the clause saying what a transfer that took longer than its node's budget may do (None: the clause of the
+    #: situation delay_over_layers, a push's)
+    overtime: str | None = None
 
 
 @dataclass(frozen=True)

@@ -357,6 +357,10 @@ def _check_generation(raw: dict[str, Any]) -> Iterator[Problem]:
             yield (json_path("generation", "histories", "model_layouts", i, "data_type"),
                    f"{model['data_type']!r} is not a DataType member with a documented size")
     yield from _check_delays(hist["delays"])
+    overtime = hist.get("overtime")
+    ids = [c["id"] for c in raw["clauses"]]
+    if overtime is not None and overtime not in ids:
+        yield json_path("generation", "histories", "overtime"), f"names no clause: {overtime!r}{suggest(overtime, ids)}"
     for name, stream in hist["streams"].items():
         if stream["layouts"] == "models" and not hist.get("model_layouts"):
             yield json_path("generation", "histories", "streams", name, "layouts"), "no model_layouts to draw from"

@@ -86,3 +86,25 @@ def test_a_pull_writing_a_wrong_byte_fails_the_history_clause_and_its_repro_make
     assert "cluster = backend.open_cluster(" in script and "pull_cache(" in script
     # the script names the pull's nodes and caches before the call (the server's source read on the remote node)
     assert re.search(r"src_data, dst_data = snap\(remote, src\), snap\(local, \w+\)", script)
+
+
+def test_a_pull_that_raised_after_a_budget_its_bytes_may_need_is_judged_by_the_overtime_clause():
+    """A node drawn with a 1 ms budget (in the domain) may time out a pull of any size over a loaded transport:
+    the history judges its exception by the spec's histories.overtime clause (pull_cache.timeout.exceeded), not
+    as a valid pull that failed; under a budget far above what its bytes need, the exception is still a failure."""
+    from types import SimpleNamespace
+
+    from conformance_tests.procedures.histories.pushes import clause_envelope, overtime_of
+    from conformance_tests.testbed.testbed import Outcome
+    from reference_impl.status import LLMException, LLMStatusCode
+
+    assert PULL_SPEC.generation.histories.overtime == "pull_cache.timeout.exceeded"
+    clause, exceeded = PULL_SPEC.clause(HISTORY), PULL_SPEC.clause("pull_cache.timeout.exceeded")
+    h = SimpleNamespace(overtime=exceeded)
+    src = SimpleNamespace(num_tensors=4, info=SimpleNamespace(nbytes=64))
+    raised = Outcome(LLMException("timed out", status_code=LLMStatusCode.LLM_TIMEOUT), seconds=0.004)
+    given = clause_envelope(clause)
+    tight = SimpleNamespace(timeout_ms=1, faulty=False)
+    assert overtime_of(h, tight, src, raised, given) != given
+    loose = SimpleNamespace(timeout_ms=1000, faulty=False)
+    assert overtime_of(h, loose, src, Outcome(raised.exc, seconds=1.2), given) is given

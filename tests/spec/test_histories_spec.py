@@ -86,3 +86,12 @@ def test_an_unknown_domain_or_a_wrong_encoding_is_refused(tmp_path):
         raw["generation"]["histories"]["model_layouts"][0]["data_type"] = "DT_STRING"
 
     assert "documented size" in str(_broken(tmp_path, model))
+
+
+def test_an_overtime_naming_no_clause_is_refused(tmp_path):
+    def overtime(raw):
+        raw["generation"]["histories"]["overtime"] = "push_cache.timeout.exceded"
+
+    err = str(_broken(tmp_path, overtime))
+    assert "generation.histories.overtime" in err and "names no clause" in err
+    assert "push_cache.timeout.exceeded" in err  # the nearest id is suggested

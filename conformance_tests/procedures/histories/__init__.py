@@ -26,6 +26,7 @@ from ...inputs import strategies
 from ...running.context import RunContext
 from ...running.profiles import CERTIFY_EXAMPLES
 from ...spec import Clause, Level
+from ...spec.model import Histories
 from ...spec.paths import schema_enum
 from ...testbed.testbed import missing_capabilities
 from ..common import require
@@ -97,6 +98,14 @@ def history_items(run: RunContext, clause: Clause) -> list[Item]:
             for name, stream in hist.streams.items()]
 
 
+def _overtime(run: RunContext, hist: Histories) -> Clause | None:
+    """The clause that says what a transfer that took longer than its node's budget may do: the spec's
+    ``histories.overtime`` where it names one (of this release), else the clause of the situation OVERTIME."""
+    if hist.overtime is None:
+        return run.selected.situations().get(OVERTIME)
+    return next((c for c in run.selected.clauses if c.id == hist.overtime), None)
+
+
 def _profile() -> settings:
     current = settings.default
     assert current is not None
@@ -122,7 +131,7 @@ def run_history(run: RunContext, clause: Clause, item: Item) -> None:
     judged = {n: c for n, c in situations(run).items() if stream.situations is None or n in stream.situations}
     h = HistoryRun(run, clause, stream, hist, dom, judged, invalid_rules(run) if stream.situations is None else (),
                    tuple(schema_enum("node", "role")), int(stream.pushes * scale), max_bytes,
-                   run.selected.situations().get(OVERTIME))
+                   _overtime(run, hist))
     machine: Any = machine_for(h)
     if profile.derandomize:
         machine = seed(stream_seed(clause.id, item.key))(machine)

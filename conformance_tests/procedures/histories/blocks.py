@@ -22,7 +22,7 @@ from ...spec.model import Operation
 from ...testbed.testbed import Call, Outcome
 from ..common import per_call_bound
 from .planning import MAX_LIVE_CACHES
-from .pushes import HistoryRun, clause_envelope, expect_success, observed
+from .pushes import HistoryRun, clause_envelope, expect_success, observed, overtime_of
 from .world import CacheState, NodeState
 
 if TYPE_CHECKING:
@@ -186,7 +186,9 @@ def judge_move(m: HistoryMachine, move: BlocksMove, op: Operation, label: str) -
     expect_success(bed, push, move.dst)
     outcome = bed.push_call(push, per_call_bound(h.run))
     w.pushed_over(move.link)
-    obs = judge(bed, push, outcome, clause_envelope(h.clause), h.clause.id, f"{label}: {move.describe()}")
+    # a transfer that took longer than its node's budget, which its bytes may need, may have raised (overtime_of)
+    expect = overtime_of(h, move.client, move.src, outcome, clause_envelope(h.clause))
+    obs = judge(bed, push, outcome, expect, h.clause.id, f"{label}: {move.describe()}")
     if move.link in w.links:
         w.links[move.link].faulted = outcome.exc is not None
     observed(bed, obs)

@@ -184,9 +184,15 @@ def overtime(h: HistoryRun, plan: Plan, outcome: Outcome, expect: Expectation) -
     dropped link injected on its node, or a budget its own bytes may need (1 ms is in the domain).  Under a
     budget far above what its bytes can take, and no fault, nothing excuses its exception: a link a backend left
     broken by an earlier timeout raises there as late as it likes, and is still judged."""
-    if h.overtime is None or outcome.exc is None or outcome.seconds * 1000 < plan.client.timeout_ms:
+    return overtime_of(h, plan.client, plan.src, outcome, expect)
+
+
+def overtime_of(h: HistoryRun, client: NodeState, src: CacheState, outcome: Outcome,
+                expect: Expectation) -> Expectation:
+    """:func:`overtime` of any transfer ``client`` makes from ``src`` (a push's, a pull's, a move of blocks)."""
+    if h.overtime is None or outcome.exc is None or outcome.seconds * 1000 < client.timeout_ms:
         return expect
-    if plan.client.faulty or plan.client.timeout_ms < natural_ms(plan):
+    if client.faulty or client.timeout_ms < natural_ms_of(src):
         return envelope([expect, h.overtime.expect])
     return expect
 
@@ -201,7 +207,11 @@ SLOW_BYTES_PER_MS = 50_000
 def natural_ms(plan: Plan) -> float:
     """How long ``plan``'s push may take with no fault: :data:`NATURAL_MS` plus its source cache's bytes (an
     upper bound of what it moves) at :data:`SLOW_BYTES_PER_MS`."""
-    return NATURAL_MS + plan.src.num_tensors * plan.src.info.nbytes / SLOW_BYTES_PER_MS
+    return natural_ms_of(plan.src)
+
+
+def natural_ms_of(src: CacheState) -> float:
+    return NATURAL_MS + src.num_tensors * src.info.nbytes / SLOW_BYTES_PER_MS
 
 
 def still(h: HistoryRun, bed: HistoryBed, label: str) -> None:
