@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from .model import CERTIFIED_WITH_WAIVERS
-from .parts import Report
+from .parts import Report, operation_of
 from .shades import BADGE_COLORS, shade_of
 
 
@@ -37,7 +37,7 @@ def to_badge(report: Report) -> Badge:
         message += f" (expectations {sha[:12]})"
     return {
         "schemaVersion": 1,
-        "label": "push_cache",
+        "label": operation_of(report),  # a badge says which operation of the family it certifies
         "message": message,
         "color": BADGE_COLORS[shade_of(verdict)],
     }

@@ -150,10 +150,9 @@ def _chart(history: list[HistoryRow]) -> Chart:
 
 
 def _badge(impl: Implementation) -> BadgeView:
-    # to_badge labels a badge push_cache whatever the report certified; the site's names the implementation's
-    # operation, so a backend's badges of two operations tell themselves apart (push_cache's stays as it was)
+    # the badge's label is the report's operation (to_badge), so a backend's badges of two operations differ
     badge = to_badge(impl.newest.report)
-    return {**badge, "label": impl.operation, "hex": BADGE_HEX.get(badge["color"], BADGE_HEX_UNKNOWN)}
+    return {**badge, "hex": BADGE_HEX.get(badge["color"], BADGE_HEX_UNKNOWN)}
 
 
 # --------------------------------------------------------------------------------------------- rendering
