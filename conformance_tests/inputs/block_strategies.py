@@ -7,7 +7,7 @@ first dimension counts its blocks).  The batch counterpart is :mod:`.strategies`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -42,6 +42,9 @@ class BlockLayout:
     as_tuples: bool  # the lists passed as tuples (both types are documented)
     layer_range: tuple[int, int] | None  # the same on both sides, as documented; None: the default (all layers)
     seed: int = 0
+
+    def with_(self, **kw: Any) -> BlockLayout:
+        return replace(self, **kw)
 
     def scenario(self, baseline: Scenario) -> Scenario:
         """The baseline with these caches, linked; each keeps the baseline's model_id (the remote one's, a push's

@@ -51,7 +51,7 @@ def _items(run: RunContext, clause: Clause) -> list[Item]:
     return [Item("covering_array", examples=rows, seconds_per_example=1)]
 
 
-def _label(row: Any, layout: strategies.Layout) -> str:
+def _label(row: Any, layout: Any) -> str:
     return f"{layout} [covering row: {', '.join(f'{k}={v}' for k, v in row.items())}]"
 
 

@@ -17,8 +17,12 @@ from typing import Any
 from ..coverage import setup_inputs
 from ..coverage.measure import _field_of
 from ..inputs import strategies
+from ..inputs.block_strategies import BlockLayout, BlockSide
 from ..spec import CacheSpec, Spec
 from ..spec.model import CoverageDimension
+
+#: a row's layout: two batch caches, or two blocks caches where the spec's operation moves block lists
+AnyLayout = strategies.Layout | BlockLayout
 
 #: (req_id, model_id) of the one CacheKey a cache made ``allocate_with_keys`` binds to its entry 0, per side
 KEYS = {"src": (1, 0), "dst": (2, 0)}
@@ -55,7 +59,7 @@ class Builder:
         self.base_tnpl = given if dom.has_tnpl and isinstance(given, int) and given > 0 else default_tnpl
 
     # ---------------------------------------------------------------------------------------- one row
-    def realise(self, row: Mapping[str, str]) -> tuple[dict[str, list[str]], strategies.Layout] | None:
+    def realise(self, row: Mapping[str, str]) -> tuple[dict[str, list[str]], AnyLayout] | None:
         """What the first valid layout for ``row`` reaches, and that layout (None: no layout has ``row``)."""
         types = {side: row[n] for n, d in self.dims.items() if d.kind == "members" and n in row
                  for side in [str(d.params["side"])]}
@@ -131,7 +135,7 @@ class Builder:
             return (layers * base_tnpl, base_tnpl) if layers * base_tnpl <= self.dom.tensors[1] else (layers, 1)
         return (tensors, tensors // layers) if tensors % layers == 0 and tensors >= layers else None
 
-    def _build(self, row: Mapping[str, str], src_t: str, dst_t: str) -> strategies.Layout | None:
+    def _build(self, row: Mapping[str, str], src_t: str, dst_t: str) -> AnyLayout | None:
         sizes = (self.dom.itemsize[src_t], self.dom.itemsize[dst_t])
         batch = (self._value(row, "batch", "src", self.base_src.shape[0]),
                  self._value(row, "batch", "dst", self.base_src.shape[0]))
@@ -152,10 +156,13 @@ class Builder:
             shape = (b,) + ((inner,) + (1,) * (rank - 2) if rank >= 2 else ())
             made = self._want(row, "made", side) or "allocate"
             sides.append(MadeSide(total, shape, t, place, made == "register", made, KEYS[side]))
+        if self.spec.operation.lists:  # blocks caches (a cache's batch is its block count): the last into the last
+            src, dst = (BlockSide(m.num_tensors, m.shape, m.data_type, m.placement) for m in sides)
+            return BlockLayout(src, dst, tnpl, (batch[0] - 1,), (batch[1] - 1,), False, None)
         return strategies.Layout(sides[0], sides[1], tnpl, batch[0] - 1, batch[1] - 1, None, None)
 
     # ---------------------------------------------------------------------------------------- measured
-    def facts(self, layout: strategies.Layout) -> dict[str, list[str]]:
+    def facts(self, layout: AnyLayout) -> dict[str, list[str]]:
         """Per dimension, what ``layout``'s push reaches (the coverage module's measurement of its caches)."""
         out: dict[str, list[str]] = {}
         for n, d in self.dims.items():
