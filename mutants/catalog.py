@@ -1520,6 +1520,13 @@ class blocks_local_tensors_packed(CacheManager):
                  self._dst_view(link, remote, s.dst_tensor, s.dst_offset, s.nbytes)) for s in spans]
 
 
+@mutant("takes a rank-1 local blocks cache (shape [blocks]) to have no element per block: nothing moves, the call "
+        "returns (push_blocks)", ("push_blocks.data.setup_extremes",), reaches=("src_rank=minimum",))
+class blocks_rank_one_moves_nothing(CacheManager):
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        return [] if len(local.shape) == 1 else super()._block_slices(a, link, local, remote, src_layer, dst_layer)
+
+
 # ---------------------------------------------------------------- pull_cache (spec/pull_cache.yaml)
 # Each overrides a hook of the reference's pull path (reference_impl/pull_cache.py, pull_transfer.py) or one it
 # shares with the pushes (link, remote lookup, timing), and is certified against pull_cache's spec.
@@ -1971,6 +1978,13 @@ class pull_poisoned_after_timeout(_shared(poisoned_after_timeout)):  # type: ign
     pass
 
 
+@mutant("takes a rank-1 remote source (shape [batch]) to have no element per entry: nothing moves, the call returns "
+        "(pull_cache)", ("pull_cache.data.setup_extremes",), reaches=("src_rank=minimum",))
+class pull_rank_one_moves_nothing(CacheManager):
+    def _span_pairs(self, src, dst, spans):  # type: ignore[no-untyped-def]
+        return [] if len(src.shape) == 1 else super()._span_pairs(src, dst, spans)
+
+
 # ---------------------------------------------------------------- pull_blocks (spec/pull_blocks.yaml)
 # Its own hooks (reference_impl/pull_blocks.py: signature, check order, block slices) get their own defects; the
 # steps it shares with pull_cache (tensor indices, local checks, link, source, transfer) take pull_cache's
@@ -2323,3 +2337,9 @@ class pull_blocks_local_tensors_packed(CacheManager):
     def _span_pairs(self, src, dst, spans):  # type: ignore[no-untyped-def]
         return [(src.views[s.src_tensor][s.src_offset:s.src_offset + s.nbytes],
                  _packed_view(self, dst, s.dst_tensor, s.dst_offset, s.nbytes)) for s in spans]
+
+
+@mutant("takes a rank-1 remote blocks cache (shape [blocks]) to have no element per block: nothing moves, the call "
+        "returns (pull_blocks)", ("pull_blocks.data.setup_extremes",), reaches=("src_rank=minimum",))
+class pull_blocks_rank_one_moves_nothing(_shared(pull_rank_one_moves_nothing)):  # type: ignore[misc]
+    pass
