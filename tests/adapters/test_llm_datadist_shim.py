@@ -109,11 +109,14 @@ def test_the_siblings_through_llm_datadist_on_two_ssh_hosts_are_certified(shim_p
 
 
 def _failures(family: Path) -> str:
-    """Each failing test of each operation's report, with its message's first lines: the run's tail names only
-    the last operation's, and a failure on a loaded CI machine must say which clause and why."""
+    """Each uncertified operation's verdict reasons (a coverage gap fails no test), and each failing test of each
+    report with its message's first lines: the run's tail names only the last operation's, and a failure on a
+    loaded CI machine must say which clause and why."""
     lines = []
     for report_json in sorted(family.glob("*/report.json")):
         report = json.loads(report_json.read_text())
+        if not report["verdict"]["certified"]:
+            lines.append(f"{report['spec']['operation']}: {'; '.join(report['verdict'].get('reasons') or [])}")
         for test in report["tests"]:
             if test["outcome"] not in ("passed", "skipped", "xfailed"):
                 message = "\n    ".join(str(test.get("message") or "").splitlines()[:12])
