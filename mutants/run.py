@@ -1,7 +1,8 @@
 """Certify every mutant backend and print the kill matrix (``tox -e mutants``).
 
 Each mutant is certified in its own ``python -m conformance_tests certify`` process, exactly as a vendor's
-backend would be. Its ``targets`` are exact clause IDs, all of the level its ``breaks`` names. A ``must`` mutant
+backend would be: forked, with the same argv and environment, from a zygote that has imported the kit once
+(:mod:`mutants.zygote`; ``--no-zygote``: a fresh interpreter each, slower). Its ``targets`` are exact clause IDs, all of the level its ``breaks`` names. A ``must`` mutant
 is *killed* when the verdict is NOT CERTIFIED and at least one target (a blocking ``must`` clause) failed; a
 ``should`` (compatibility) mutant is killed when at least one target is reported incompatible. The run fails
 when a mutant survives: no clause caught it, or only clauses other than its targets did. The matrix shows which
@@ -102,6 +103,12 @@ def spec_of(mutant: Mutant, specs: list[Spec]) -> Spec:
     return next((s for s in specs if any(c.id == mutant.targets[0] for c in s.clauses)), specs[0])
 
 
+def certify_env() -> dict[str, str]:
+    """The environment of every certify process (and of the zygote they are forked from: the hash seed is fixed
+    when an interpreter starts)."""
+    return {**os.environ, "PYTHONHASHSEED": "0"}
+
+
 def certify(mutant: Mutant, out_dir: Path, extra: list[str], children: Children) -> Result:
     report_dir = out_dir / mutant.name
     spec = spec_of(mutant, family_specs())
@@ -111,7 +118,7 @@ def certify(mutant: Mutant, out_dir: Path, extra: list[str], children: Children)
     if mutant.focus:
         argv += ["--clauses", ",".join(mutant.focus)]
     started = time.monotonic()
-    returncode, stdout, stderr = children.run(argv, {**os.environ, "PYTHONHASHSEED": "0"})
+    returncode, stdout, stderr = children.run(argv, certify_env())
     result = Result(mutant.name, mutant.defect, list(mutant.targets), mutant.breaks, verdict="?",
                     seconds=round(time.monotonic() - started, 1), by=mutant.by)
     report_path = report_dir / "report.json"
@@ -231,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shrink-time", type=float, default=MUTANT_SHRINK_S, metavar="SECONDS",
                         help=f"how long each mutant's failing histories are shrunk (default {MUTANT_SHRINK_S:g}s: a "
                              "kill needs the failure, not the shortest history; certify's own default is longer)")
+    parser.add_argument("--no-zygote", action="store_true",
+                        help="start each certify process as a fresh interpreter, not forked from a zygote that "
+                             "has imported the kit once (same argv, environment and results; a few seconds slower "
+                             "each)")
     args, extra = parser.parse_known_args(argv)
     extra = ["--shrink-time", f"{args.shrink_time:g}", *extra]
     chosen = [m for m in MUTANTS if not args.only or m.name in args.only.split(",")]
@@ -255,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"certifying {len(chosen)} mutants, {max(1, args.jobs)} at a time; a line as each ends", flush=True)
     counter = len(f"[{len(chosen)}/{len(chosen)}] ")
     print(" " * counter + header(width), flush=True)
-    done, stopped_by = _certify_all(chosen, out, extra, max(1, args.jobs), (counter, width))
+    done, stopped_by = _certify_all(chosen, out, extra, max(1, args.jobs), (counter, width),
+                                    zygote=not args.no_zygote)
     if stopped_by:
         return 128 + stopped_by  # as a shell reports a process the signal ended
     results = [done[m.name] for m in chosen]  # the matrix in catalog order
@@ -269,11 +281,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _certify_all(chosen: list[Mutant], out: Path, extra: list[str], jobs: int,
-                 columns: tuple[int, int]) -> tuple[dict[str, Result], int]:
+                 columns: tuple[int, int], zygote: bool = True) -> tuple[dict[str, Result], int]:
     """Each mutant's result, a line as each ends, and the signal that ended the run (0: none); on a signal every
-    certify process has ended before this returns."""
+    certify process has ended before this returns (and the zygote, ``zygote``: whether they are forked from one)."""
     counter, width = columns
-    children = Children()
+    children = Children(zygote_env=certify_env() if zygote else None)
     for signum in STOP_SIGNALS:
         signal.signal(signum, raise_stopped)
     watch_parent()
@@ -297,11 +309,18 @@ def _certify_all(chosen: list[Mutant], out: Path, extra: list[str], jobs: int,
                 signal.signal(signum, signal.SIG_IGN)
             children.stop()
         pool.shutdown(wait=True, cancel_futures=True)
+        children.close()
+    if children.zygote is not None and children.zygote.why:
+        with contextlib.suppress(OSError):
+            print(f"mutants.run: the zygote was not usable ({children.zygote.why}): mutants were certified in fresh "
+                  "processes instead",
+                  file=sys.stderr, flush=True)
     if stopped_by:
         with contextlib.suppress(OSError):  # the terminal or the parent may be gone
             print(f"mutants.run: stopped by {signal.Signals(stopped_by).name}: {len(done)}/{len(chosen)} mutants "
                   "certified, every certify process ended; no kill matrix written", file=sys.stderr, flush=True)
     return done, stopped_by
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,5 +1,6 @@
 """A mutants run ends with its certify processes: on SIGTERM or SIGHUP, and when its parent (tox) is killed, no
-certify process, nor anything one started, is left once the run has exited, and the run exits within a short bound.
+certify process, nor anything one started, nor the zygote they are forked from, is left once the run has exited,
+and the run exits within a short bound (with and without the zygote).
 
 Linux only, as the kit's CI: the processes are read from /proc."""
 
@@ -44,30 +45,42 @@ def _live_in_groups(groups: set[int]) -> list[int]:
             if (pid in groups or pgrp in groups) and state not in "ZX"]
 
 
+def _is_zygote(pid: int) -> bool:
+    try:
+        return b"mutants.zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def _certify_children(run_pid: int, want: int, timeout: float = 120.0) -> set[int]:
-    """The pids of the run's ``want`` certify children, once they have started."""
+    """The pids of the run's ``want`` certify children, once they have started, and of its zygote if it has one
+    (the certify processes are then the zygote's children)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        kids = {pid for pid, (state, ppid, _) in _processes().items() if ppid == run_pid and state not in "ZX"}
-        if len(kids) >= want:
+        live = {pid: ppid for pid, (state, ppid, _) in _processes().items() if state not in "ZX"}
+        kids = {pid for pid, ppid in live.items() if ppid == run_pid}
+        zygotes = {pid for pid in kids if _is_zygote(pid)}
+        certifying = (kids - zygotes) | {pid for pid, ppid in live.items() if ppid in zygotes}
+        if len(certifying) >= want:
             time.sleep(1.0)  # inside pytest by now, its own SIGTERM handler installed
-            return kids
+            return certifying | zygotes
         time.sleep(0.1)
     raise AssertionError(f"python -m mutants.run (pid {run_pid}) started fewer than {want} certify processes")
 
 
-def _run_argv(out: Path) -> list[str]:
-    return [sys.executable, "-m", "mutants.run", "--only", MUTANTS, "--jobs", "2", "--out", str(out)]
+def _run_argv(out: Path, *more: str) -> list[str]:
+    return [sys.executable, "-m", "mutants.run", "--only", MUTANTS, "--jobs", "2", "--out", str(out), *more]
 
 
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": child_pythonpath()}
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_a_signal_ends_the_run_and_every_certify_process(tmp_path, signum):
+@pytest.mark.parametrize(("signum", "more"), [(signal.SIGTERM, ()), (signal.SIGHUP, ()),
+                                              (signal.SIGTERM, ("--no-zygote",))])
+def test_a_signal_ends_the_run_and_every_certify_process(tmp_path, signum, more):
     with open(tmp_path / "run.log", "w+") as log:
-        run = subprocess.Popen(_run_argv(tmp_path / "out"), cwd=ROOT, env=_env(), stdout=log, stderr=log)
+        run = subprocess.Popen(_run_argv(tmp_path / "out", *more), cwd=ROOT, env=_env(), stdout=log, stderr=log)
         try:
             kids = _certify_children(run.pid, 2)
             sent = time.monotonic()
