@@ -10,19 +10,17 @@ history left it.  What the judgement read becomes the model's bytes."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, MultipleResults, multiple, precondition, rule
 
 from ...inputs.values import Deferred, Value
-from ...judging.judge import judge
 from ...spec.model import Operation
 from ...testbed.testbed import Call, Outcome
-from ..common import per_call_bound
 from .planning import MAX_LIVE_CACHES
-from .pushes import HistoryRun, clause_envelope, expect_success, observed, overtime_of
+from .pushes import HistoryRun, judge_transfer
 from .world import CacheState, NodeState
 
 if TYPE_CHECKING:
@@ -154,17 +152,5 @@ def judge_pull(m: HistoryMachine, pull: Pull, op: Operation, label: str) -> Outc
     """Make ``pull`` and judge it by the history clause (every outcome it allows: a success that lands exactly and
     changes nothing else); a pull that raised leaves its link ``faulted`` (made again before the next)."""
     __tracebackhide__ = True
-    h, bed, w = m.h, m.bed, m.world
-    push = bed.aim(pull.client, pull.server, pull.src.info, pull.dst.info, dst_readable=True, pulls=True)
-    push = replace(push, call=call_of(m, pull, op), kind=op)
-    expect_success(bed, push, pull.dst)
-    outcome = bed.push_call(push, per_call_bound(h.run))
-    w.pushed_over(pull.link)
-    # a transfer that took longer than its node's budget, which its bytes may need, may have raised (overtime_of)
-    expect = overtime_of(h, pull.client, pull.src, outcome, clause_envelope(h.clause))
-    obs = judge(bed, push, outcome, expect, h.clause.id, f"{label}: {pull.describe()}")
-    if pull.link in w.links:
-        w.links[pull.link].faulted = outcome.exc is not None
-    observed(bed, obs)
-    bed.rec.verdict = []
-    return outcome
+    return judge_transfer(m.h, m.bed, m.world, pull.client, pull.server, pull.src, pull.dst, call_of(m, pull, op),
+                          op, f"{label}: {pull.describe()}")

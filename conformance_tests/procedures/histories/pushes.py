@@ -15,7 +15,7 @@ from ...judging.observation import Observation
 from ...running.context import RunContext
 from ...spec import Clause, Expectation
 from ...spec.expect import envelope
-from ...spec.model import Histories, HistoryStream
+from ...spec.model import Histories, HistoryStream, Operation
 from ...testbed.testbed import Call, Outcome
 from ..common import per_call_bound
 from .bed import HistoryBed
@@ -168,6 +168,28 @@ def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause:
         world.links[plan.link].faulted = True
     elif plan.link in world.links and outcome.exc is None:
         world.links[plan.link].faulted = False
+    observed(bed, obs)
+    bed.rec.verdict = []
+    return outcome
+
+
+def judge_transfer(h: HistoryRun, bed: HistoryBed, world: World, client: NodeState, server: NodeState,
+                   src: CacheState, dst: CacheState, call: Call, op: Operation, label: str) -> Outcome:
+    """Make a valid transfer of the run's own operation (a pull, a move of blocks: ``call``, which ``client``
+    makes over its link to ``server``, from ``src`` into ``dst``) and judge it by the history clause, every outcome
+    it allows: a success that lands exactly and changes nothing else, or, past a budget its bytes may need, what the
+    overtime clause allows; one that raised leaves its link ``faulted`` (made again before the next)."""
+    __tracebackhide__ = True
+    push = bed.aim(client, server, src.info, dst.info, dst_readable=True, pulls=op.pulls)
+    push = replace(push, call=call, kind=op)
+    expect_success(bed, push, dst)
+    outcome = bed.push_call(push, per_call_bound(h.run))
+    link = (client.index, server.index)
+    world.pushed_over(link)
+    expect = overtime_of(h, client, src, outcome, clause_envelope(h.clause))
+    obs = judge(bed, push, outcome, expect, h.clause.id, label)
+    if link in world.links:
+        world.links[link].faulted = outcome.exc is not None
     observed(bed, obs)
     bed.rec.verdict = []
     return outcome
