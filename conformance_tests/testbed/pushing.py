@@ -38,9 +38,10 @@ class Pusher:
         bed.rec.lines += ["try:", f"    result = {call.code}", "except Exception as exc:  # noqa: BLE001",
                           "    outcome = exc", "else:", "    outcome = None"]
         counters = bed.run.counters
-        counters.push_calls += 1
-        counters.layouts.add(layout_key(push.src, push.dst))
-        if push.operation_or(bed.run.spec.operation) == bed.run.spec.operation:  # coverage is the run's spec's
+        # the run's operation's calls, layouts and coverage (a history's companion of another operation is not one)
+        if push.operation_or(bed.run.spec.operation) == bed.run.spec.operation:
+            counters.push_calls += 1
+            counters.layouts.add(layout_key(push.src, push.dst))
             counters.coverage |= push_keys(bed.run.spec, bed.run.signature, call, push.src, push.dst)
         start = time.monotonic()
         try:

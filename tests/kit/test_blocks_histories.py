@@ -1,6 +1,7 @@
 """Histories of a blocks run (certify --operation push_blocks / pull_blocks): the machine's caches are blocks caches
 (allocated, and registered at uneven offsets by register_blocks_cache), its ``blocks`` step moves block lists by
-the operation's direction, judged by the run's history clause; it passes on the reference and fails, naming that
+the operation's direction and its companion step the other way (the family's other blocks operation), each judged
+by the run's history clause; it passes on the reference and fails, naming that
 clause, on a backend that lays a registered blocks cache's tensors out as an allocation would."""
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ def judged(monkeypatch):
     seen = []
     original = blocks.judge_move
 
-    def spy(m, move, op, label):
-        seen.append((move, op, label))
-        return original(m, move, op, label)
+    def spy(m, move, mover, label):
+        seen.append((move, mover.op, label))
+        return original(m, move, mover, label)
 
     monkeypatch.setattr(blocks, "judge_move", spy)
     return seen
@@ -56,12 +57,15 @@ def test_a_blocks_run_moves_blocks_between_blocks_caches_by_its_direction(quick,
     run = _run(api, reference, "reference_impl.backend:backend", 3)
     assert judged, "no history moved blocks"
     op = run.spec.operation
+    # the run's own moves, and its companion's the other way (push_blocks beside pull_blocks), over the same links
+    assert {used.direction for _, used, _ in judged} == {"push", "pull"}
+    assert any(used == op for _, used, _ in judged)
     for move, used, label in judged:
-        assert used == op and move.pulls == op.pulls, label
+        assert used.lists and move.pulls == used.pulls, label
         assert move.src.blocks and move.dst.blocks, f"{label}: a move between caches that are not blocks caches"
         # a push's source is the client's, a pull's the server's; the key names the server's cache
         assert move.keyed.node == move.server.index, label
-        assert (move.src.node == move.server.index) == op.pulls, label
+        assert (move.src.node == move.server.index) == used.pulls, label
         assert len(move.src_blocks) == len(move.dst_blocks) == len(set(move.dst_blocks)) > 0, label
     # every opening registers a pair of blocks caches at uneven offsets (what the broken backend below needs)
     assert any(move.src.registered or move.dst.registered for move, _, _ in judged)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, MultipleResults, multiple, precondition, rule
 
 from ...inputs.values import Deferred, Value
+from ...spec import load_spec, operation_spec_path, specified_operations
 from ...spec.model import Operation
 from ...testbed.testbed import Call, Outcome
 from .planning import MAX_LIVE_CACHES
@@ -59,43 +60,78 @@ class BlocksMove:
                 f"tnpl {self.tnpl}{rng}, keywords")
 
 
-def blocks_operation(h: HistoryRun) -> Operation | None:
+@dataclass(frozen=True)
+class Mover:
+    """An operation a history moves blocks with: its spec's ``operation``, the method it calls and the parameters
+    the method takes (its signature's names: what a call passes, by keyword)."""
+
+    op: Operation
+    api: str
+    names: frozenset[str]
+
+
+def blocks_operation(h: HistoryRun) -> Mover | None:
     """The operation a history's blocks step makes: the run's spec's, where its unit is block lists; None: the
     history moves no blocks."""
     op = h.run.spec.operation
-    return op if op.lists else None
+    return Mover(op, h.run.spec.api, frozenset(h.run.signature.names)) if op.lists else None
 
 
-def blocks_rule(made: Bundle[Any], op: Operation) -> Callable[..., MultipleResults[Any]]:
-    """The machine's ``blocks`` rule (what the move made goes to the ``made`` bundle)."""
+def companion(h: HistoryRun) -> Mover | None:
+    """The family's operation that moves block lists the other way, where it has a spec (push_blocks' is
+    pull_blocks, and back): a serving system pushes and pulls blocks over the same links, between the same caches.
+    Its moves are judged like the run's own, by the run's history clause (its latest release's signature)."""
+    own = blocks_operation(h)
+    if own is None:
+        return None
+    for api in specified_operations():
+        spec = load_spec(operation_spec_path(api))
+        other = spec.operation
+        if api != h.run.spec.api and other.lists and other.direction != own.op.direction:
+            return Mover(other, api, frozenset(spec.signature_for(spec.releases[-1]).names))
+    return None
+
+
+def callable_on(m: HistoryMachine, mover: Mover) -> bool:
+    """Whether the backend's nodes have the mover's method (a companion is moved only where they do)."""
+    manager = m.bed.nodes[m.world.nodes[0].name].cache_manager if m.world.nodes else None
+    return callable(getattr(manager, mover.api, None))
+
+
+def blocks_rule(made: Bundle[Any], mover: Mover, name: str = "blocks") -> Callable[..., MultipleResults[Any]]:
+    """The machine's ``blocks`` rule, or a companion's (``name``): what the move made goes to the ``made`` bundle."""
     def blocks(self: HistoryMachine, data: Any) -> MultipleResults[Any]:
         """A valid move of blocks over a usable link, judged (:mod:`.blocks`)."""
         moment = self.world.clock
-        self.step(f"{op.direction} blocks")
-        first = plan_move(self, data, op)
+        self.step(f"{mover.api}")
+        first = plan_move(self, data, mover)
         # a serving system moves other blocks between the same caches again and again (repeat's times)
         times = data.draw(st.integers(self.h.hist.repeat.min, self.h.hist.repeat.max), label="times")
         for i in range(times if first is not None else 0):
             assert first is not None
-            move = first if i == 0 else _move(self, data, first.client, first.server, first.src, first.dst, op)
+            move = first if i == 0 else _move(self, data, first.client, first.server, first.src, first.dst, mover)
             if move is not None and move.src.live and move.dst.live and self.world.links.get(move.link):
-                judge_move(self, move, op, self.label(f"{op.direction} blocks") + (f", {i + 1} of {times}"
-                                                                                  if times > 1 else ""))
+                judge_move(self, move, mover, self.label(mover.api) + (f", {i + 1} of {times}" if times > 1 else ""))
         return multiple(*self.made_since(moment))
-    return precondition(lambda self: bool(self.world.usable_links()))(rule(target=made, data=st.data())(blocks))
+    # named before hypothesis wraps it: the name is the rule's in a printed history
+    blocks.__name__ = blocks.__qualname__ = name
+    return precondition(lambda self: bool(self.world.usable_links()) and callable_on(self, mover))(
+        rule(target=made, data=st.data())(blocks))
 
 
-def opening_moves(m: HistoryMachine, data: Any, op: Operation,
+def opening_moves(m: HistoryMachine, data: Any, movers: list[Mover],
                   made: list[tuple[CacheState, CacheState] | None], label: str) -> None:
     """What a blocks run's history reaches by construction: every pair its opening made (a cache on the client, one
-    on the server, both before the link) moves blocks, by the operation's direction."""
+    on the server, both before the link) moves blocks by each mover's direction (the run's operation, then its
+    companion where the backend has it)."""
     client, server = m.world.nodes[0], m.world.nodes[1]
-    for i, pair in enumerate(p for p in made if p is not None):
-        mine, theirs = pair
-        src, dst = (theirs, mine) if op.pulls else (mine, theirs)
-        move = _move(m, data, client, server, src, dst, op)
-        if move is not None:
-            judge_move(m, move, op, f"{label}, {op.direction} {i + 1}")
+    for mover in (v for v in movers if callable_on(m, v)):
+        for i, pair in enumerate(p for p in made if p is not None):
+            mine, theirs = pair
+            src, dst = (theirs, mine) if mover.op.pulls else (mine, theirs)
+            move = _move(m, data, client, server, src, dst, mover)
+            if move is not None and src.live and dst.live:
+                judge_move(m, move, mover, f"{label}, {mover.api} {i + 1}")
 
 
 def pairs(m: HistoryMachine, op: Operation) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
@@ -110,11 +146,11 @@ def pairs(m: HistoryMachine, op: Operation) -> list[tuple[tuple[int, int], Cache
     return out
 
 
-def plan_move(m: HistoryMachine, data: Any, op: Operation) -> BlocksMove | None:
+def plan_move(m: HistoryMachine, data: Any, mover: Mover) -> BlocksMove | None:
     """A move valid in every respect: between existing blocks caches, into a destination made for an existing
     source, or from a new source into a new destination; a link that does not see the server's cache yet, or that
     a timeout left faulted, is made again first (as a valid push's)."""
-    w = m.world
+    w, op = m.world, mover.op
     links = w.usable_links()
     if not links:
         return None
@@ -138,13 +174,14 @@ def plan_move(m: HistoryMachine, data: Any, op: Operation) -> BlocksMove | None:
     if w.visibility(p, src if op.pulls else dst) != "valid" or w.links[p].faulted:
         m.making.unlink(client, server)
         m.making.link(client, server)
-    return _move(m, data, client, server, src, dst, op)
+    return _move(m, data, client, server, src, dst, mover)
 
 
 def _move(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState, dst: CacheState,
-          op: Operation) -> BlocksMove | None:
+          mover: Mover) -> BlocksMove | None:
     """The arguments of a valid move from ``src`` into ``dst``: tensor_num_per_layer and layers as a push's, then
     how many blocks, the destination's distinct, the source's any (a source block may be read twice)."""
+    op = mover.op
     got = m.planning.args(data, src, dst, m.planning.tnpls(src, dst, open_=src if op.pulls else dst))
     if got is None:
         return None
@@ -157,9 +194,9 @@ def _move(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, sr
     return BlocksMove(client, server, src, dst, tnpl, rng, tuple(src_blocks), tuple(dst_blocks), op.pulls)
 
 
-def call_of(m: HistoryMachine, move: BlocksMove, op: Operation) -> Call:
+def call_of(m: HistoryMachine, move: BlocksMove, mover: Mover) -> Call:
     """The move's call, every argument by keyword (those the release's signature takes)."""
-    bed, keyed = m.bed, move.keyed
+    bed, keyed, op = m.bed, move.keyed, mover.op
     assert keyed.model_id is not None
     key = Value(Deferred(bed.api.BlocksCacheKey, [move.server.cluster_id, keyed.model_id]),
                 f"api.BlocksCacheKey({move.server.cluster_id}, {keyed.model_id})")
@@ -170,13 +207,13 @@ def call_of(m: HistoryMachine, move: BlocksMove, op: Operation) -> Call:
              op.src_entries: Value(list(move.src_blocks), repr(list(move.src_blocks))),
              op.dst_entries: Value(list(move.dst_blocks), repr(list(move.dst_blocks))),
              "src_layer_range": rng, "dst_layer_range": rng, "tensor_num_per_layer": Value(move.tnpl, repr(move.tnpl))}
-    names = set(m.h.run.signature.names)
-    return Call({k: v for k, v in given.items() if k in names}, m.h.run.spec.api, key=op.key)
+    return Call({k: v for k, v in given.items() if k in mover.names}, mover.api, key=op.key)
 
 
-def judge_move(m: HistoryMachine, move: BlocksMove, op: Operation, label: str) -> Outcome:
-    """Make ``move`` and judge it by the history clause (every outcome it allows: a success that lands exactly and
-    changes nothing else); a move that raised leaves its link ``faulted`` (made again before the next)."""
+def judge_move(m: HistoryMachine, move: BlocksMove, mover: Mover, label: str) -> Outcome:
+    """Make ``move`` and judge it by the run's history clause (every outcome it allows: a success that lands exactly
+    and changes nothing else), a companion's as the run's own; a move that raised leaves its link ``faulted``
+    (made again before the next)."""
     __tracebackhide__ = True
-    return judge_transfer(m.h, m.bed, m.world, move.client, move.server, move.src, move.dst, call_of(m, move, op),
-                          op, f"{label}: {move.describe()}")
+    return judge_transfer(m.h, m.bed, m.world, move.client, move.server, move.src, move.dst,
+                          call_of(m, move, mover), mover.op, f"{label}: {move.describe()}")

@@ -41,7 +41,7 @@ from ...testbed.testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from . import draws
 from .bed import HistoryBed
-from .blocks import blocks_operation, blocks_rule, opening_moves
+from .blocks import blocks_operation, blocks_rule, companion, opening_moves
 from .broken import push_broken
 from .by_relation import NODES, drawn_relation, push_in_relation
 from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
@@ -348,8 +348,8 @@ def _open(m: HistoryMachine, data: Any) -> None:
     if pulling is not None:  # a pull run's history pulls its first pairs back (pulls.py)
         opening_pulls(m, data, pulling, pairs, label)
     moving = blocks_operation(h)
-    if moving is not None:  # a blocks run's history moves blocks between its first pairs (blocks.py)
-        opening_moves(m, data, moving, pairs, label)
+    if moving is not None:  # a blocks run's history moves blocks between its first pairs, both ways (blocks.py)
+        opening_moves(m, data, [v for v in (moving, companion(h)) if v is not None], pairs, label)
     if edge_delay:
         _edge_delays(m, data, client, server)
     if not m.can("valid") or not (h.long_run or edges):
@@ -675,4 +675,7 @@ def machine_for(h: HistoryRun) -> type[HistoryMachine]:
     moving = blocks_operation(h)  # a run whose operation moves block lists: its histories move blocks (blocks.py)
     if moving is not None:
         pushes["blocks"] = blocks_rule(HistoryMachine.made, moving)
+        other = companion(h)  # and the other way, as a serving system pushes and pulls over the same links
+        if other is not None:
+            pushes[f"companion_{other.api}"] = blocks_rule(HistoryMachine.made, other, f"companion_{other.api}")
     return type("History", (HistoryMachine,), {"h": h, "turns": Turns(), **pushes})

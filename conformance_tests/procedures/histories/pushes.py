@@ -181,7 +181,7 @@ def judge_transfer(h: HistoryRun, bed: HistoryBed, world: World, client: NodeSta
     overtime clause allows; one that raised leaves its link ``faulted`` (made again before the next)."""
     __tracebackhide__ = True
     push = bed.aim(client, server, src.info, dst.info, dst_readable=True, pulls=op.pulls)
-    push = replace(push, call=call, kind=op)
+    push = replace(push, call=call, kind=op, operation=call.api)  # a companion calls its own method
     expect_success(bed, push, dst)
     outcome = bed.push_call(push, per_call_bound(h.run))
     link = (client.index, server.index)
