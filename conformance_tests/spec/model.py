@@ -482,6 +482,8 @@ class Histories:
     #: the clause saying what a transfer that took longer than its node's budget may do (None: the clause of the
     #: situation delay_over_layers, a push's)
     overtime: str | None = None
+    #: the family operation the histories mix in, moving the run's unit the other way (None: none)
+    companion: str | None = None
 
 
 @dataclass(frozen=True)

@@ -79,3 +79,23 @@ def test_registered_blocks_read_as_packed_fail_the_history_clause(quick, judged,
         _run(api, getattr(catalog, name), f"mutants.catalog:{name}", 3)
     assert info.value.clause_id == clause_id
     assert judged and any(m.src.registered or m.dst.registered for m, _, _ in judged)
+
+
+def test_a_companion_is_a_specified_operation_moving_the_runs_unit_the_other_way():
+    """generation.histories.companion names the family operation mixed into the histories: one with a spec file
+    that moves the run's unit the other way; anything else is a clear error naming the spec's field."""
+    from types import SimpleNamespace
+
+    from conformance_tests.procedures.histories.movers import companion
+
+    def run_of(api: str, named: str | None):
+        spec = load_spec(operation_spec_path(api))
+        return SimpleNamespace(run=SimpleNamespace(spec=spec), hist=SimpleNamespace(companion=named))
+
+    assert companion(run_of("push_blocks", "pull_blocks")).api == "pull_blocks"
+    assert companion(run_of("pull_cache", "push_cache")).op.direction == "push"
+    assert companion(run_of("push_blocks", None)) is None
+    with pytest.raises(ValueError, match="generation.histories.companion names 'pull_kv', which has no spec file"):
+        companion(run_of("push_blocks", "pull_kv"))
+    with pytest.raises(ValueError, match="moves the run's unit .blocks. the other way"):
+        companion(run_of("push_blocks", "pull_cache"))

@@ -46,9 +46,9 @@ def judged(monkeypatch):
     seen = []
     original = pulls.judge_pull
 
-    def spy(m, pull, op, label):
-        seen.append((pull, op))
-        return original(m, pull, op, label)
+    def spy(m, pull, mover, label):
+        seen.append((pull, mover.op))
+        return original(m, pull, mover, label)
 
     monkeypatch.setattr(pulls, "judge_pull", spy)
     return seen
@@ -69,11 +69,15 @@ def _run(backend, target: str, examples: int, *, shrink_s: float | None = None,
 def test_a_pull_runs_histories_that_pull_and_judge_every_pull_on_the_reference(quick, judged):
     run = _run(reference, "reference_impl.backend:backend", 3)
     c = run.counters
-    assert judged, "no history pulled"
-    assert all(op == PULL_SPEC.operation and op.pulls for _, op in judged)
-    # the pull is the run's transfer in its histories (no clause of the spec declares a push situation)
+    pulled = [p for p, op in judged if op == PULL_SPEC.operation]
+    assert pulled, "no history pulled"
+    # the pull is the run's transfer in its histories (no clause of the spec declares a push situation), with its
+    # companion's pushes (generation.histories.companion: push_cache) over the same links
+    pushed = [p for p, op in judged if op != PULL_SPEC.operation]
+    assert pushed and all(op.direction == "push" and not op.lists for p, op in judged if p in pushed)
     assert c.histories >= 3 and c.history_pushes >= len(judged) > 0
-    assert all(p.src.node == p.server.index and p.dst.node == p.client.index for p, _ in judged)
+    assert all(p.src.node == p.server.index and p.dst.node == p.client.index for p in pulled)
+    assert all(p.src.node == p.client.index and p.dst.node == p.server.index for p in pushed)
 
 
 def test_a_pull_writing_a_wrong_byte_fails_the_history_clause_and_its_repro_makes_the_pull(quick, judged):

@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, MultipleResults, multiple, precondition, rule
 
 from ...inputs.values import Deferred, Value
-from ...spec import load_spec, operation_spec_path, specified_operations
-from ...spec.model import Operation
 from ...testbed.testbed import Call, Outcome
+from .movers import Mover, callable_on, own, pairs
 from .planning import MAX_LIVE_CACHES
 from .pushes import HistoryRun, judge_transfer
 from .world import CacheState, NodeState
@@ -60,42 +59,10 @@ class BlocksMove:
                 f"tnpl {self.tnpl}{rng}, keywords")
 
 
-@dataclass(frozen=True)
-class Mover:
-    """An operation a history moves blocks with: its spec's ``operation``, the method it calls and the parameters
-    the method takes (its signature's names: what a call passes, by keyword)."""
-
-    op: Operation
-    api: str
-    names: frozenset[str]
-
-
 def blocks_operation(h: HistoryRun) -> Mover | None:
     """The operation a history's blocks step makes: the run's spec's, where its unit is block lists; None: the
     history moves no blocks."""
-    op = h.run.spec.operation
-    return Mover(op, h.run.spec.api, frozenset(h.run.signature.names)) if op.lists else None
-
-
-def companion(h: HistoryRun) -> Mover | None:
-    """The family's operation that moves block lists the other way, where it has a spec (push_blocks' is
-    pull_blocks, and back): a serving system pushes and pulls blocks over the same links, between the same caches.
-    Its moves are judged like the run's own, by the run's history clause (its latest release's signature)."""
-    own = blocks_operation(h)
-    if own is None:
-        return None
-    for api in specified_operations():
-        spec = load_spec(operation_spec_path(api))
-        other = spec.operation
-        if api != h.run.spec.api and other.lists and other.direction != own.op.direction:
-            return Mover(other, api, frozenset(spec.signature_for(spec.releases[-1]).names))
-    return None
-
-
-def callable_on(m: HistoryMachine, mover: Mover) -> bool:
-    """Whether the backend's nodes have the mover's method (a companion is moved only where they do)."""
-    manager = m.bed.nodes[m.world.nodes[0].name].cache_manager if m.world.nodes else None
-    return callable(getattr(manager, mover.api, None))
+    return own(h) if h.run.spec.operation.lists else None
 
 
 def blocks_rule(made: Bundle[Any], mover: Mover, name: str = "blocks") -> Callable[..., MultipleResults[Any]]:
@@ -132,18 +99,6 @@ def opening_moves(m: HistoryMachine, data: Any, movers: list[Mover],
             move = _move(m, data, client, server, src, dst, mover)
             if move is not None and src.live and dst.live:
                 judge_move(m, move, mover, f"{label}, {mover.api} {i + 1}")
-
-
-def pairs(m: HistoryMachine, op: Operation) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
-    """(link, source, destination) a valid move of blocks could go between, by the operation's direction."""
-    w = m.world
-    out = []
-    for link in w.usable_links():
-        src_node, dst_node = (link[1], link[0]) if op.pulls else link
-        srcs, dsts = list(w.sources(src_node)), w.live(dst_node)
-        out += [(link, s, d) for s in srcs for d in dsts
-                if d is not s and m.planning.tnpls(s, d, open_=s if op.pulls else d)]
-    return out
 
 
 def plan_move(m: HistoryMachine, data: Any, mover: Mover) -> BlocksMove | None:

@@ -41,12 +41,13 @@ from ...testbed.testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
 from . import draws
 from .bed import HistoryBed
-from .blocks import blocks_operation, blocks_rule, companion, opening_moves
+from .blocks import blocks_operation, blocks_rule, opening_moves
 from .broken import push_broken
 from .by_relation import NODES, drawn_relation, push_in_relation
 from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
 from .long_runs import long_run
 from .making import Making
+from .movers import companion
 from .planning import Planning, divisors
 from .pulls import opening_pulls, pull_operation, pull_rule
 from .pushes import NATURAL_MS, HistoryRun, Plan, judge_push, push_for, still
@@ -344,12 +345,11 @@ def _open(m: HistoryMachine, data: Any) -> None:
         for other in w.nodes[2:]:
             m.making.link(client, other)
     still(h, m.bed, label)
-    pulling = pull_operation(h)
-    if pulling is not None:  # a pull run's history pulls its first pairs back (pulls.py)
-        opening_pulls(m, data, pulling, pairs, label)
-    moving = blocks_operation(h)
+    pulling, moving, partner = pull_operation(h), blocks_operation(h), companion(h)
+    if pulling is not None:  # a pull run's history pulls its first pairs back, its companion pushes (pulls.py)
+        opening_pulls(m, data, [v for v in (pulling, partner) if v is not None], pairs, label)
     if moving is not None:  # a blocks run's history moves blocks between its first pairs, both ways (blocks.py)
-        opening_moves(m, data, [v for v in (moving, companion(h)) if v is not None], pairs, label)
+        opening_moves(m, data, [v for v in (moving, partner) if v is not None], pairs, label)
     if edge_delay:
         _edge_delays(m, data, client, server)
     if not m.can("valid") or not (h.long_run or edges):
@@ -669,13 +669,19 @@ def machine_for(h: HistoryRun) -> type[HistoryMachine]:
     situation the stream judges, a ``pull`` rule where the run's operation pulls a batch entry, and a ``blocks``
     rule where it moves block lists."""
     pushes = {rule_name(n): push_rule(n) for n in SITUATIONS if n in h.situations}
-    pulling = pull_operation(h)  # a run whose operation pulls: its histories pull too (pulls.py)
-    if pulling is not None:
+    pulling, moving = pull_operation(h), blocks_operation(h)
+    # the spec's companion: the family's operation moving the run's unit the other way, as a serving system pushes
+    # and pulls over the same links (movers.py)
+    other = companion(h)
+    if other is not None and pulling is None and moving is None:
+        raise ValueError(f"{h.run.spec.api}: generation.histories.companion is for runs whose operation pulls a "
+                         "batch entry or moves block lists")
+    if pulling is not None:  # a run whose operation pulls: its histories pull too (pulls.py)
         pushes["pull"] = pull_rule(HistoryMachine.made, pulling)
-    moving = blocks_operation(h)  # a run whose operation moves block lists: its histories move blocks (blocks.py)
-    if moving is not None:
+        if other is not None:
+            pushes[f"companion_{other.api}"] = pull_rule(HistoryMachine.made, other, f"companion_{other.api}")
+    if moving is not None:  # a run whose operation moves block lists: its histories move blocks (blocks.py)
         pushes["blocks"] = blocks_rule(HistoryMachine.made, moving)
-        other = companion(h)  # and the other way, as a serving system pushes and pulls over the same links
         if other is not None:
             pushes[f"companion_{other.api}"] = blocks_rule(HistoryMachine.made, other, f"companion_{other.api}")
     return type("History", (HistoryMachine,), {"h": h, "turns": Turns(), **pushes})

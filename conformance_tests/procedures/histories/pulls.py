@@ -5,7 +5,11 @@ the source entry (a ``CacheKeyByIdAndIndex``: the history's nodes have llm.Enabl
 takes no other key), the local cache, its entry and the drawn layers (the same planning as a push's), size -1 —
 judged like a valid push by the run's history clause: the local destination exactly as the oracle has it (by the
 spec's ``operation``: the source on the remote node), every other live cache, guard band and freed region as the
-history left it.  What the judgement read becomes the model's bytes."""
+history left it.  What the judgement read becomes the model's bytes.
+
+The spec's companion (``generation.histories.companion``: push_cache for pull_cache) moves one batch entry the
+other way in the same histories, by its own method and parameters: the client pushes one of its caches into one of
+the server's, the key naming the server's cache and entry; judged the same way, by the run's history clause."""
 
 from __future__ import annotations
 
@@ -17,8 +21,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, MultipleResults, multiple, precondition, rule
 
 from ...inputs.values import Deferred, Value
-from ...spec.model import Operation
 from ...testbed.testbed import Call, Outcome
+from .movers import Mover, callable_on, own, pairs
 from .planning import MAX_LIVE_CACHES
 from .pushes import HistoryRun, judge_transfer
 from .world import CacheState, NodeState
@@ -29,8 +33,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Pull:
-    """A pull: ``client`` reads entry ``src_batch`` of ``src`` on ``server`` into entry ``dst_batch`` of its own
-    ``dst``, ``tnpl`` tensors per layer, over the layers ``layer_range`` (None: every layer)."""
+    """A transfer of one batch entry ``client`` makes over its link to ``server``: a pull (``pulls``) reads entry
+    ``src_batch`` of the server's ``src`` into entry ``dst_batch`` of the client's ``dst``; a companion's push
+    writes the client's ``src`` into the server's ``dst``; ``tnpl`` tensors per layer, over the layers
+    ``layer_range`` (None: every layer)."""
 
     client: NodeState
     server: NodeState
@@ -40,117 +46,140 @@ class Pull:
     layer_range: tuple[int, int] | None
     src_batch: int
     dst_batch: int
+    pulls: bool = True
 
     @property
     def link(self) -> tuple[int, int]:
         return (self.client.index, self.server.index)
 
+    @property
+    def keyed(self) -> tuple[CacheState, int]:
+        """The server's cache and entry, which the key names."""
+        return (self.src, self.src_batch) if self.pulls else (self.dst, self.dst_batch)
+
+    @property
+    def local(self) -> tuple[CacheState, int]:
+        """The client's cache and entry, which the call passes."""
+        return (self.dst, self.dst_batch) if self.pulls else (self.src, self.src_batch)
+
     def describe(self) -> str:
         rng = "" if self.layer_range is None else f" layers {self.layer_range}"
-        return (f"{self.client.name}:{self.dst.name}[{self.dst_batch}] <- {self.server.name}:{self.src.name}"
-                f"[{self.src_batch}], tnpl {self.tnpl}{rng}, size -1, keywords")
+        if self.pulls:
+            moved = (f"{self.client.name}:{self.dst.name}[{self.dst_batch}] <- {self.server.name}:{self.src.name}"
+                     f"[{self.src_batch}]")
+        else:
+            moved = (f"{self.client.name}:{self.src.name}[{self.src_batch}] -> {self.server.name}:{self.dst.name}"
+                     f"[{self.dst_batch}]")
+        return f"{moved}, tnpl {self.tnpl}{rng}, size -1, keywords"
 
 
-def pull_operation(h: HistoryRun) -> Operation | None:
+def pull_operation(h: HistoryRun) -> Mover | None:
     """The operation a history's pull step makes: the run's spec's, where its direction is pull and its unit one
     batch entry (the call below names one entry of a contiguous cache); None: the history pulls nothing (its
     transfers are the push rules')."""
     op = h.run.spec.operation
-    return op if op.pulls and not op.lists else None
+    return own(h) if op.pulls and not op.lists else None
 
 
-def pull_rule(made: Bundle[Any], op: Operation) -> Callable[..., MultipleResults[Any]]:
-    """The machine's ``pull`` rule (what the pull made goes to the ``made`` bundle)."""
+def pull_rule(made: Bundle[Any], mover: Mover, name: str = "pull") -> Callable[..., MultipleResults[Any]]:
+    """The machine's ``pull`` rule, or the companion's (``name``): what the transfer made goes to the ``made``
+    bundle."""
     def pull(self: HistoryMachine, data: Any) -> MultipleResults[Any]:
-        """A valid pull over a usable link, judged (:mod:`.pulls`)."""
+        """A valid transfer of one batch entry over a usable link, judged (:mod:`.pulls`)."""
         moment = self.world.clock
-        self.step("pull")
-        found = plan_pull(self, data)
+        self.step(name)
+        found = plan_pull(self, data, mover)
         if found is not None:
-            judge_pull(self, found, op, self.label("pull"))
+            judge_pull(self, found, mover, self.label(name))
         return multiple(*self.made_since(moment))
-    return precondition(lambda self: bool(self.world.usable_links()))(rule(target=made, data=st.data())(pull))
+    # named before hypothesis wraps it: the name is the rule's in a printed history
+    pull.__name__ = pull.__qualname__ = name
+    return precondition(lambda self: bool(self.world.usable_links()) and callable_on(self, mover))(
+        rule(target=made, data=st.data())(pull))
 
 
-def opening_pulls(m: HistoryMachine, data: Any, op: Operation,
+def opening_pulls(m: HistoryMachine, data: Any, movers: list[Mover],
                   made: list[tuple[CacheState, CacheState] | None], label: str) -> None:
     """What a pull run's history reaches by construction: the client pulls back every pair its opening made (a
     source on the client, a destination on the server, both before the link): the server's cache into the
-    client's."""
+    client's; then the companion pushes the client's cache into the server's, where the backend has its method."""
     client, server = m.world.nodes[0], m.world.nodes[1]
-    for i, pair in enumerate(p for p in made if p is not None):
-        mine, theirs = pair
-        got = m.planning.args(data, theirs, mine, m.planning.tnpls(theirs, mine, open_=theirs))
-        if got is None:
-            continue
-        pull = Pull(client, server, theirs, mine, *got, data.draw(st.integers(0, theirs.batch - 1), label="src entry"),
-                    data.draw(st.integers(0, mine.batch - 1), label="dst entry"))
-        judge_pull(m, pull, op, f"{label}, pull {i + 1}")
+    for mover in (v for v in movers if callable_on(m, v)):
+        for i, pair in enumerate(p for p in made if p is not None):
+            mine, theirs = pair
+            src, dst = (theirs, mine) if mover.op.pulls else (mine, theirs)
+            found = _entries(m, data, client, server, src, dst, mover)
+            if found is not None and src.live and dst.live:
+                what = "pull" if mover == movers[0] else mover.api
+                judge_pull(m, found, mover, f"{label}, {what} {i + 1}")
 
 
-def pairs(m: HistoryMachine) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
-    """(link, source on its server, destination on its client) a valid pull could go between."""
-    w = m.world
-    out = []
-    for link in w.usable_links():
-        srcs = list(w.sources(link[1]))
-        out += [(link, s, d) for s in srcs for d in w.live(link[0]) if d is not s and m.planning.tnpls(s, d, open_=s)]
-    return out
-
-
-def plan_pull(m: HistoryMachine, data: Any) -> Pull | None:
-    """A pull valid in every respect: between existing caches, into a destination made for an existing source,
-    or from a new source on the server into a new destination; a link that does not see the source yet, or that
-    a timeout left faulted, is made again first (as a valid push's)."""
-    w = m.world
+def plan_pull(m: HistoryMachine, data: Any, mover: Mover) -> Pull | None:
+    """A transfer valid in every respect: between existing caches, into a destination made for an existing
+    source, or from a new source into a new destination (a pull's source on the server, a push's on the client); a
+    link that does not see the server's cache yet, or that a timeout left faulted, is made again first (as a valid
+    push's)."""
+    w, op = m.world, mover.op
     links = w.usable_links()
     if not links:
         return None
-    found = pairs(m)
-    sources = [(p, s) for p in links for s in w.sources(p[1])]
+    found = pairs(m, op)
+    src_end = 1 if op.pulls else 0
+    sources = [(p, s) for p in links for s in w.sources(p[src_end])]
     crowded = len(w.live()) >= MAX_LIVE_CACHES and found
     ways = ((["existing"] * 3 if found else []) + (["new destination"] if sources and not crowded else [])
             + (["new source"] if not crowded else []))
     way = data.draw(st.sampled_from(ways), label="pull between")
     if way != "existing":
-        made = m.planning.new_pair(data, links, sources, way, src_end=1)
+        made = m.planning.new_pair(data, links, sources, way, src_end=src_end, dst_accessible=None if op.pulls
+                                   else True)
         if made is None:
             return None
         p, src, dst = made
-        found = [(p, src, dst)] if m.planning.tnpls(src, dst, open_=src) else []
+        found = [(p, src, dst)] if m.planning.tnpls(src, dst, open_=src if op.pulls else dst) else []
     if not found:
         return None
     p, src, dst = data.draw(st.sampled_from(found), label="pull")
     client, server = w.nodes[p[0]], w.nodes[p[1]]
-    if w.visibility(p, src) != "valid" or w.links[p].faulted:
+    if w.visibility(p, src if op.pulls else dst) != "valid" or w.links[p].faulted:
         m.making.unlink(client, server)
         m.making.link(client, server)
-    got = m.planning.args(data, src, dst, m.planning.tnpls(src, dst, open_=src))
+    return _entries(m, data, client, server, src, dst, mover)
+
+
+def _entries(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState,
+             dst: CacheState, mover: Mover) -> Pull | None:
+    """The arguments of a valid transfer from ``src`` into ``dst``: tensor_num_per_layer and layers as a push's,
+    then the two entries."""
+    pulls = mover.op.pulls
+    got = m.planning.args(data, src, dst, m.planning.tnpls(src, dst, open_=src if pulls else dst))
     if got is None:
         return None
     tnpl, rng = got
     return Pull(client, server, src, dst, tnpl, rng, data.draw(st.integers(0, src.batch - 1), label="src entry"),
-                data.draw(st.integers(0, dst.batch - 1), label="dst entry"))
+                data.draw(st.integers(0, dst.batch - 1), label="dst entry"), pulls)
 
 
-def call_of(m: HistoryMachine, pull: Pull, op: Operation) -> Call:
-    """The pull's call, every argument by keyword (those the release's signature takes)."""
-    bed = m.bed
-    key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [pull.server.cluster_id, pull.src.cache_id, pull.src_batch]),
-                f"api.CacheKeyByIdAndIndex({pull.server.cluster_id}, {pull.src.name}.cache_id, {pull.src_batch})")
+def call_of(m: HistoryMachine, pull: Pull, mover: Mover) -> Call:
+    """The transfer's call, every argument by keyword (those the mover's signature takes)."""
+    bed, op = m.bed, mover.op
+    (keyed, key_batch), (local, local_batch) = pull.keyed, pull.local
+    key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [pull.server.cluster_id, keyed.cache_id, key_batch]),
+                f"api.CacheKeyByIdAndIndex({pull.server.cluster_id}, {keyed.name}.cache_id, {key_batch})")
     rng = (Value(None, "None") if pull.layer_range is None
            else Value(range(*pull.layer_range), f"range{pull.layer_range!r}"))
-    given = {op.key: key, op.cache: Value(pull.dst.info.cache, pull.dst.name),
-             op.dst_entries: Value(pull.dst_batch, repr(pull.dst_batch)), "size": Value(-1, "-1"),
+    local_entries = op.dst_entries if op.pulls else op.src_entries
+    given = {op.key: key, op.cache: Value(local.info.cache, local.name),
+             local_entries: Value(local_batch, repr(local_batch)), "size": Value(-1, "-1"),
              "src_layer_range": rng, "dst_layer_range": rng, "tensor_num_per_layer": Value(pull.tnpl, repr(pull.tnpl))}
-    names = set(m.h.run.signature.names)
-    return Call({k: v for k, v in given.items() if k in names}, m.h.run.spec.api, key=op.key,
+    return Call({k: v for k, v in given.items() if k in mover.names}, mover.api, key=op.key,
                 key_entries=op.key_entries)
 
 
-def judge_pull(m: HistoryMachine, pull: Pull, op: Operation, label: str) -> Outcome:
-    """Make ``pull`` and judge it by the history clause (every outcome it allows: a success that lands exactly and
-    changes nothing else); a pull that raised leaves its link ``faulted`` (made again before the next)."""
+def judge_pull(m: HistoryMachine, pull: Pull, mover: Mover, label: str) -> Outcome:
+    """Make ``pull`` and judge it by the run's history clause (every outcome it allows: a success that lands
+    exactly and changes nothing else), a companion's as the run's own; one that raised leaves its link
+    ``faulted`` (made again before the next)."""
     __tracebackhide__ = True
-    return judge_transfer(m.h, m.bed, m.world, pull.client, pull.server, pull.src, pull.dst, call_of(m, pull, op),
-                          op, f"{label}: {pull.describe()}")
+    return judge_transfer(m.h, m.bed, m.world, pull.client, pull.server, pull.src, pull.dst,
+                          call_of(m, pull, mover), mover.op, f"{label}: {pull.describe()}")

@@ -1,0 +1,70 @@
+"""The operations a history moves data with besides push_cache's situations: the run's own (a pull of a batch entry,
+a move of block lists) and its companion, the family's operation the spec's ``generation.histories.companion``
+names (a serving system pushes and pulls over the same links, between the same caches).  Each is a
+:class:`Mover`: what its spec's ``operation`` section says of it, the method it calls and the parameters that
+method takes; a companion's transfers are judged like the run's own, by the run's history clause."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ...spec import load_spec, operation_spec_path, specified_operations
+from ...spec.model import Operation
+from .pushes import HistoryRun
+from .world import CacheState
+
+if TYPE_CHECKING:
+    from .machine import HistoryMachine
+
+
+@dataclass(frozen=True)
+class Mover:
+    """An operation a history moves data with: its spec's ``operation``, the method it calls and the parameters the
+    method takes (its signature's names: what a call passes, by keyword)."""
+
+    op: Operation
+    api: str
+    names: frozenset[str]
+
+
+def own(h: HistoryRun) -> Mover:
+    """The run's own operation."""
+    return Mover(h.run.spec.operation, h.run.spec.api, frozenset(h.run.signature.names))
+
+
+def companion(h: HistoryRun) -> Mover | None:
+    """The operation the spec's histories mix in (``generation.histories.companion``; None: none), from its own
+    spec (its latest release's signature).  It must move the run's unit the other way: the history's caches are made
+    for the run's unit, and a companion in the same direction would add nothing the run's own step does not."""
+    name = h.hist.companion
+    if name is None:
+        return None
+    if name not in specified_operations():
+        raise ValueError(f"{h.run.spec.api}: generation.histories.companion names {name!r}, which has no spec file "
+                         f"(operations with one: {', '.join(specified_operations())})")
+    spec = load_spec(operation_spec_path(name))
+    mine, theirs = h.run.spec.operation, spec.operation
+    if (theirs.unit, theirs.direction) != (mine.unit, "pull" if mine.direction == "push" else "push"):
+        raise ValueError(f"{h.run.spec.api}: generation.histories.companion {name!r} moves {theirs.unit} by "
+                         f"{theirs.direction}; a companion moves the run's unit ({mine.unit}) the other way")
+    return Mover(theirs, name, frozenset(spec.signature_for(spec.releases[-1]).names))
+
+
+def callable_on(m: HistoryMachine, mover: Mover) -> bool:
+    """Whether the backend's nodes have the mover's method (a companion is moved only where they do)."""
+    manager = m.bed.nodes[m.world.nodes[0].name].cache_manager if m.world.nodes else None
+    return callable(getattr(manager, mover.api, None))
+
+
+def pairs(m: HistoryMachine, op: Operation) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
+    """(link, source, destination) a valid transfer of ``op`` could go between over a usable link (client ->
+    server): a push's source on the client, a pull's on the server; the server's cache open to remote access."""
+    w = m.world
+    out = []
+    for link in w.usable_links():
+        src_node, dst_node = (link[1], link[0]) if op.pulls else link
+        srcs, dsts = list(w.sources(src_node)), w.live(dst_node)
+        out += [(link, s, d) for s in srcs for d in dsts
+                if d is not s and m.planning.tnpls(s, d, open_=s if op.pulls else d)]
+    return out
