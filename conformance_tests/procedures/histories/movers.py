@@ -52,9 +52,15 @@ def companion(h: HistoryRun) -> Mover | None:
 
 
 def callable_on(m: HistoryMachine, mover: Mover) -> bool:
-    """Whether the backend's nodes have the mover's method (a companion is moved only where they do)."""
-    manager = m.bed.nodes[m.world.nodes[0].name].cache_manager if m.world.nodes else None
-    return callable(getattr(manager, mover.api, None))
+    """Whether the backend's nodes have the mover's method (a companion is moved only where they do); asked once
+    per history (a rule's precondition asks at every step, and an isolated backend answers over its pipe)."""
+    if not m.world.nodes:
+        return False
+    known: dict[str, bool] = m.__dict__.setdefault("callable_methods", {})
+    if mover.api not in known:
+        manager = m.bed.nodes[m.world.nodes[0].name].cache_manager
+        known[mover.api] = callable(getattr(manager, mover.api, None))
+    return known[mover.api]
 
 
 def pairs(m: HistoryMachine, op: Operation) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
