@@ -1527,6 +1527,21 @@ class blocks_rank_one_moves_nothing(CacheManager):
         return [] if len(local.shape) == 1 else super()._block_slices(a, link, local, remote, src_layer, dst_layer)
 
 
+@mutant("prepares a link for the direction first used over it: after a pull of blocks over a link, a push of blocks "
+        "over the same link raises LLM_FAILED until the clusters are linked again", ("push_blocks.history.valid_pushes",),
+        by="histories", focus=("push_blocks.history.valid_pushes", "push_blocks.data.postcondition",
+                               "push_blocks.remote.link_after_refusal"))
+class blocks_push_after_pull_refused(CacheManager):
+    def _pull_transfer(self, a, link, local, remote, pairs):  # type: ignore[no-untyped-def]
+        super()._pull_transfer(a, link, local, remote, pairs)
+        self.__dict__.setdefault("read_links", set()).add(id(link))
+
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        if id(link) in self.__dict__.get("read_links", ()):
+            raise self._native_error(a, LLMStatusCode.LLM_FAILED, "link prepared for read")
+        return super()._block_slices(a, link, local, remote, src_layer, dst_layer)
+
+
 # ---------------------------------------------------------------- pull_cache (spec/pull_cache.yaml)
 # Each overrides a hook of the reference's pull path (reference_impl/pull_cache.py, pull_transfer.py) or one it
 # shares with the pushes (link, remote lookup, timing), and is certified against pull_cache's spec.
@@ -1983,6 +1998,22 @@ class pull_poisoned_after_timeout(_shared(poisoned_after_timeout)):  # type: ign
 class pull_rank_one_moves_nothing(CacheManager):
     def _span_pairs(self, src, dst, spans):  # type: ignore[no-untyped-def]
         return [] if len(src.shape) == 1 else super()._span_pairs(src, dst, spans)
+
+
+@mutant("prepares a link for the direction first used over it: after a push over a link, a pull over the same link "
+        "raises LLM_FAILED until the clusters are linked again", ("pull_cache.history.valid_pulls",), by="histories",
+        focus=("pull_cache.history.valid_pulls", "pull_cache.data.postcondition", "pull_cache.remote.link_after_refusal",
+               "pull_cache.timeout.link_recovers"))
+class pull_after_push_refused(CacheManager):
+    def push_cache(self, dst_cache_key, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        super().push_cache(dst_cache_key, *args, **kwargs)
+        link = self.engine.fabric.links.get((self.engine.cluster_id, dst_cache_key.cluster_id))
+        self.__dict__.setdefault("written_links", set()).add(id(link))
+
+    def _pull_transfer(self, a, link, local, remote, pairs):  # type: ignore[no-untyped-def]
+        if id(link) in self.__dict__.get("written_links", ()):
+            raise self._native_error(a, LLMStatusCode.LLM_FAILED, "link prepared for write")
+        super()._pull_transfer(a, link, local, remote, pairs)
 
 
 # ---------------------------------------------------------------- pull_blocks (spec/pull_blocks.yaml)

@@ -346,10 +346,12 @@ def _open(m: HistoryMachine, data: Any) -> None:
             m.making.link(client, other)
     still(h, m.bed, label)
     pulling, moving, partner = pull_operation(h), blocks_operation(h), companion(h)
-    if pulling is not None:  # a pull run's history pulls its first pairs back, its companion pushes (pulls.py)
-        opening_pulls(m, data, [v for v in (pulling, partner) if v is not None], pairs, label)
-    if moving is not None:  # a blocks run's history moves blocks between its first pairs, both ways (blocks.py)
-        opening_moves(m, data, [v for v in (moving, partner) if v is not None], pairs, label)
+    # the run's own transfers between its first pairs, then its companion's the other way over the same link, then
+    # its own again: every history has each direction after the other (pulls.py, blocks.py)
+    if pulling is not None:
+        opening_pulls(m, data, [v for v in (pulling, partner, pulling) if v is not None], pairs, label)
+    if moving is not None:
+        opening_moves(m, data, [v for v in (moving, partner, moving) if v is not None], pairs, label)
     if edge_delay:
         _edge_delays(m, data, client, server)
     if not m.can("valid") or not (h.long_run or edges):
