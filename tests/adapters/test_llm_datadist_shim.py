@@ -74,7 +74,8 @@ def test_llm_datadist_with_nodes_on_two_ssh_hosts_is_certified(shim_path: Path, 
             time.sleep(0.2)
     out = proc.stdout + proc.stderr
     verdict = re.search(r"^verdict: .*$", out, re.MULTILINE)
-    assert proc.returncode == 0, f"exit {proc.returncode}, {verdict.group(0) if verdict else out[-3000:]}"
+    assert proc.returncode == 0, (f"exit {proc.returncode}, {verdict.group(0) if verdict else out[-3000:]}\n"
+                                  f"{_failures(tmp_path / 'report')}")
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     assert (report["verdict"]["label"], report["backend"]["name"]) == ("CERTIFIED", "llm_datadist")
     assert not report["verdict"]["partial"], report["verdict"]
@@ -113,7 +114,7 @@ def _failures(family: Path) -> str:
     report with its message's first lines: the run's tail names only the last operation's, and a failure on a
     loaded CI machine must say which clause and why."""
     lines = []
-    for report_json in sorted(family.glob("*/report.json")):
+    for report_json in sorted([*family.glob("report.json"), *family.glob("*/report.json")]):
         report = json.loads(report_json.read_text())
         if not report["verdict"]["certified"]:
             lines.append(f"{report['spec']['operation']}: {'; '.join(report['verdict'].get('reasons') or [])}")

@@ -156,13 +156,19 @@ def _outcome(step: Callable[[SimpleNamespace], Any], ns: SimpleNamespace) -> Out
     return "ok"
 
 
+#: the nodes' llm.SyncKvCacheWaitTime in the script
+SCRIPT_TIMEOUT_MS = 10_000
+
+
 def _run(backend: Any) -> tuple[list[tuple[str, Outcome, list[list[bytes]]]], list[list[bytes]]]:
     """(step, outcome, bytes of every live cache) after each step of STEPS on a fresh cluster of ``backend``, and
     the bytes before the first."""
     def everything() -> list[list[bytes]]:
         return [[np.asarray(t).tobytes() for t in snapshot(node, cache)] for node, cache in ns.caches]
 
-    with clusters(backend) as make:
+    # no step waits on a timeout: a budget far above a transfer's, so that a loaded machine (CI runs this beside
+    # the mutants) does not time a valid transfer out in one backend and not the other
+    with clusters(backend, timeout_ms=SCRIPT_TIMEOUT_MS) as make:
         ns = _env(make)
         out = [("start", "ok", everything())]
         for label, step, *_ in STEPS:
