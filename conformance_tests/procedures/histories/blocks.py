@@ -18,8 +18,7 @@ from hypothesis.stateful import Bundle, MultipleResults, multiple, precondition,
 
 from ...inputs.values import Deferred, Value
 from ...testbed.testbed import Call, Outcome
-from .movers import Mover, callable_on, own, pairs
-from .planning import MAX_LIVE_CACHES
+from .movers import Mover, callable_on, choose_pair, opening_pairs, own
 from .pushes import HistoryRun, judge_transfer
 from .world import CacheState, NodeState
 
@@ -89,47 +88,18 @@ def blocks_rule(made: Bundle[Any], mover: Mover, name: str = "blocks") -> Callab
 def opening_moves(m: HistoryMachine, data: Any, movers: list[Mover],
                   made: list[tuple[CacheState, CacheState] | None], label: str) -> None:
     """What a blocks run's history reaches by construction: every pair its opening made (a cache on the client, one
-    on the server, both before the link) moves blocks by each mover's direction (the run's operation, then its
-    companion where the backend has it)."""
-    client, server = m.world.nodes[0], m.world.nodes[1]
-    for mover in (v for v in movers if callable_on(m, v)):
-        for i, pair in enumerate(p for p in made if p is not None):
-            mine, theirs = pair
-            src, dst = (theirs, mine) if mover.op.pulls else (mine, theirs)
-            move = _move(m, data, client, server, src, dst, mover)
-            if move is not None and src.live and dst.live:
-                judge_move(m, move, mover, f"{label}, {mover.api} {i + 1}")
+    on the server, both before the link) moves blocks by each mover's direction (the run's operation, its companion
+    where the backend has it, the run's again)."""
+    for mover, i, client, server, src, dst in opening_pairs(m, movers, made):
+        move = _move(m, data, client, server, src, dst, mover)
+        if move is not None:
+            judge_move(m, move, mover, f"{label}, {mover.api} {i}")
 
 
 def plan_move(m: HistoryMachine, data: Any, mover: Mover) -> BlocksMove | None:
-    """A move valid in every respect: between existing blocks caches, into a destination made for an existing
-    source, or from a new source into a new destination; a link that does not see the server's cache yet, or that
-    a timeout left faulted, is made again first (as a valid push's)."""
-    w, op = m.world, mover.op
-    links = w.usable_links()
-    if not links:
-        return None
-    found = pairs(m, op)
-    src_end = 1 if op.pulls else 0
-    sources = [(p, s) for p in links for s in w.sources(p[src_end])]
-    crowded = len(w.live()) >= MAX_LIVE_CACHES and found
-    ways = ((["existing"] * 3 if found else []) + (["new destination"] if sources and not crowded else [])
-            + (["new source"] if not crowded else []))
-    way = data.draw(st.sampled_from(ways), label="blocks between")
-    if way != "existing":
-        made = m.planning.new_pair(data, links, sources, way, src_end=src_end, dst_accessible=True)
-        if made is None:
-            return None
-        p, src, dst = made
-        found = [(p, src, dst)] if m.planning.tnpls(src, dst, open_=src if op.pulls else dst) else []
-    if not found:
-        return None
-    p, src, dst = data.draw(st.sampled_from(found), label="blocks")
-    client, server = w.nodes[p[0]], w.nodes[p[1]]
-    if w.visibility(p, src if op.pulls else dst) != "valid" or w.links[p].faulted:
-        m.making.unlink(client, server)
-        m.making.link(client, server)
-    return _move(m, data, client, server, src, dst, mover)
+    """A move valid in every respect (:func:`.movers.choose_pair`) and its block lists."""
+    got = choose_pair(m, data, mover, "blocks", dst_accessible=True)
+    return None if got is None else _move(m, data, *got, mover)
 
 
 def _move(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState, dst: CacheState,

@@ -6,13 +6,17 @@ method takes; a companion's transfers are judged like the run's own, by the run'
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from hypothesis import strategies as st
 
 from ...spec import load_spec, operation_spec_path, specified_operations
 from ...spec.model import Operation
+from .planning import MAX_LIVE_CACHES
 from .pushes import HistoryRun
-from .world import CacheState
+from .world import CacheState, NodeState
 
 if TYPE_CHECKING:
     from .machine import HistoryMachine
@@ -74,3 +78,50 @@ def pairs(m: HistoryMachine, op: Operation) -> list[tuple[tuple[int, int], Cache
         out += [(link, s, d) for s in srcs for d in dsts
                 if d is not s and m.planning.tnpls(s, d, open_=s if op.pulls else d)]
     return out
+
+
+def choose_pair(m: HistoryMachine, data: Any, mover: Mover, what: str, *, dst_accessible: bool | None
+                ) -> tuple[NodeState, NodeState, CacheState, CacheState] | None:
+    """(client, server, source, destination) of a transfer of ``mover`` valid in every respect: between existing
+    caches, into a destination made for an existing source, or from a new source into a new destination (a pull's
+    source on the server, a push's on the client; ``dst_accessible``: how the new destination is made); a link
+    that does not see the server's cache yet, or that a timeout left faulted, is made again first (as a valid
+    push's). ``what`` labels the draws."""
+    w, op = m.world, mover.op
+    links = w.usable_links()
+    if not links:
+        return None
+    found = pairs(m, op)
+    src_end = 1 if op.pulls else 0
+    sources = [(p, s) for p in links for s in w.sources(p[src_end])]
+    crowded = len(w.live()) >= MAX_LIVE_CACHES and found
+    ways = ((["existing"] * 3 if found else []) + (["new destination"] if sources and not crowded else [])
+            + (["new source"] if not crowded else []))
+    way = data.draw(st.sampled_from(ways), label=f"{what} between")
+    if way != "existing":
+        made = m.planning.new_pair(data, links, sources, way, src_end=src_end, dst_accessible=dst_accessible)
+        if made is None:
+            return None
+        p, src, dst = made
+        found = [(p, src, dst)] if m.planning.tnpls(src, dst, open_=src if op.pulls else dst) else []
+    if not found:
+        return None
+    p, src, dst = data.draw(st.sampled_from(found), label=what)
+    client, server = w.nodes[p[0]], w.nodes[p[1]]
+    if w.visibility(p, src if op.pulls else dst) != "valid" or w.links[p].faulted:
+        m.making.unlink(client, server)
+        m.making.link(client, server)
+    return client, server, src, dst
+
+
+def opening_pairs(m: HistoryMachine, movers: list[Mover], made: list[tuple[CacheState, CacheState] | None]
+                  ) -> Iterator[tuple[Mover, int, NodeState, NodeState, CacheState, CacheState]]:
+    """(mover, pair number, client, server, source, destination) for each mover the backend has, in order, over each
+    pair the opening made (a cache on the client, one on the server, both before the link), by its direction."""
+    client, server = m.world.nodes[0], m.world.nodes[1]
+    for mover in (v for v in movers if callable_on(m, v)):
+        for i, pair in enumerate(p for p in made if p is not None):
+            mine, theirs = pair
+            src, dst = (theirs, mine) if mover.op.pulls else (mine, theirs)
+            if src.live and dst.live:
+                yield mover, i + 1, client, server, src, dst

@@ -22,8 +22,7 @@ from hypothesis.stateful import Bundle, MultipleResults, multiple, precondition,
 
 from ...inputs.values import Deferred, Value
 from ...testbed.testbed import Call, Outcome
-from .movers import Mover, callable_on, own, pairs
-from .planning import MAX_LIVE_CACHES
+from .movers import Mover, callable_on, choose_pair, opening_pairs, own
 from .pushes import HistoryRun, judge_transfer
 from .world import CacheState, NodeState
 
@@ -102,49 +101,20 @@ def opening_pulls(m: HistoryMachine, data: Any, movers: list[Mover],
                   made: list[tuple[CacheState, CacheState] | None], label: str) -> None:
     """What a pull run's history reaches by construction: the client pulls back every pair its opening made (a
     source on the client, a destination on the server, both before the link): the server's cache into the
-    client's; then the companion pushes the client's cache into the server's, where the backend has its method."""
-    client, server = m.world.nodes[0], m.world.nodes[1]
-    for mover in (v for v in movers if callable_on(m, v)):
-        for i, pair in enumerate(p for p in made if p is not None):
-            mine, theirs = pair
-            src, dst = (theirs, mine) if mover.op.pulls else (mine, theirs)
-            found = _entries(m, data, client, server, src, dst, mover)
-            if found is not None and src.live and dst.live:
-                what = "pull" if mover == movers[0] else mover.api
-                judge_pull(m, found, mover, f"{label}, {what} {i + 1}")
+    client's; then the companion pushes the client's cache into the server's, where the backend has its method;
+    then the client pulls again."""
+    for mover, i, client, server, src, dst in opening_pairs(m, movers, made):
+        found = _entries(m, data, client, server, src, dst, mover)
+        if found is not None:
+            what = "pull" if mover == movers[0] else mover.api
+            judge_pull(m, found, mover, f"{label}, {what} {i}")
 
 
 def plan_pull(m: HistoryMachine, data: Any, mover: Mover) -> Pull | None:
-    """A transfer valid in every respect: between existing caches, into a destination made for an existing
-    source, or from a new source into a new destination (a pull's source on the server, a push's on the client); a
-    link that does not see the server's cache yet, or that a timeout left faulted, is made again first (as a valid
-    push's)."""
-    w, op = m.world, mover.op
-    links = w.usable_links()
-    if not links:
-        return None
-    found = pairs(m, op)
-    src_end = 1 if op.pulls else 0
-    sources = [(p, s) for p in links for s in w.sources(p[src_end])]
-    crowded = len(w.live()) >= MAX_LIVE_CACHES and found
-    ways = ((["existing"] * 3 if found else []) + (["new destination"] if sources and not crowded else [])
-            + (["new source"] if not crowded else []))
-    way = data.draw(st.sampled_from(ways), label="pull between")
-    if way != "existing":
-        made = m.planning.new_pair(data, links, sources, way, src_end=src_end, dst_accessible=None if op.pulls
-                                   else True)
-        if made is None:
-            return None
-        p, src, dst = made
-        found = [(p, src, dst)] if m.planning.tnpls(src, dst, open_=src if op.pulls else dst) else []
-    if not found:
-        return None
-    p, src, dst = data.draw(st.sampled_from(found), label="pull")
-    client, server = w.nodes[p[0]], w.nodes[p[1]]
-    if w.visibility(p, src if op.pulls else dst) != "valid" or w.links[p].faulted:
-        m.making.unlink(client, server)
-        m.making.link(client, server)
-    return _entries(m, data, client, server, src, dst, mover)
+    """A transfer valid in every respect (:func:`.movers.choose_pair`; a pull's new destination open to remote
+    access as drawn, a push's open) and its entries."""
+    got = choose_pair(m, data, mover, "pull", dst_accessible=None if mover.op.pulls else True)
+    return None if got is None else _entries(m, data, *got, mover)
 
 
 def _entries(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState,
