@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, MultipleResults, multiple, precondition, rule
+from hypothesis.stateful import Bundle, MultipleResults, multiple
 
 from ...inputs.values import Deferred, Value
 from ...testbed.testbed import Call, Outcome
-from .movers import Mover, callable_on, choose_pair, opening_pairs, own
+from .movers import Mover, choose_pair, mover_rule, opening_pairs, own
 from .pushes import HistoryRun, judge_transfer
 from .world import CacheState, NodeState
 
@@ -79,10 +79,7 @@ def blocks_rule(made: Bundle[Any], mover: Mover, name: str = "blocks") -> Callab
             if move is not None and move.src.live and move.dst.live and self.world.links.get(move.link):
                 judge_move(self, move, mover, self.label(mover.api) + (f", {i + 1} of {times}" if times > 1 else ""))
         return multiple(*self.made_since(moment))
-    # named before hypothesis wraps it: the name is the rule's in a printed history
-    blocks.__name__ = blocks.__qualname__ = name
-    return precondition(lambda self: bool(self.world.usable_links()) and callable_on(self, mover))(
-        rule(target=made, data=st.data())(blocks))
+    return mover_rule(blocks, made, mover, name)
 
 
 def opening_moves(m: HistoryMachine, data: Any, movers: list[Mover],

@@ -6,11 +6,12 @@ method takes; a companion's transfers are judged like the run's own, by the run'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, MultipleResults, precondition, rule
 
 from ...spec import load_spec, operation_spec_path, specified_operations
 from ...spec.model import Operation
@@ -125,3 +126,13 @@ def opening_pairs(m: HistoryMachine, movers: list[Mover], made: list[tuple[Cache
             src, dst = (theirs, mine) if mover.op.pulls else (mine, theirs)
             if src.live and dst.live:
                 yield mover, i + 1, client, server, src, dst
+
+
+def mover_rule(step: Callable[..., MultipleResults[Any]], made: Bundle[Any], mover: Mover,
+               name: str) -> Callable[..., MultipleResults[Any]]:
+    """``step`` as a machine rule named ``name`` (what it made goes to ``made``), taken where a link is usable and
+    the backend has the mover's method."""
+    # named before hypothesis wraps it: the name is the rule's in a printed history
+    step.__name__ = step.__qualname__ = name
+    return precondition(lambda self: bool(self.world.usable_links()) and callable_on(self, mover))(
+        rule(target=made, data=st.data())(step))

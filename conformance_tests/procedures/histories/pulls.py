@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, MultipleResults, multiple, precondition, rule
+from hypothesis.stateful import Bundle, MultipleResults, multiple
 
 from ...inputs.values import Deferred, Value
 from ...testbed.testbed import Call, Outcome
-from .movers import Mover, callable_on, choose_pair, opening_pairs, own
+from .movers import Mover, choose_pair, mover_rule, opening_pairs, own
 from .pushes import HistoryRun, judge_transfer
 from .world import CacheState, NodeState
 
@@ -91,10 +91,7 @@ def pull_rule(made: Bundle[Any], mover: Mover, name: str = "pull") -> Callable[.
         if found is not None:
             judge_pull(self, found, mover, self.label(name))
         return multiple(*self.made_since(moment))
-    # named before hypothesis wraps it: the name is the rule's in a printed history
-    pull.__name__ = pull.__qualname__ = name
-    return precondition(lambda self: bool(self.world.usable_links()) and callable_on(self, mover))(
-        rule(target=made, data=st.data())(pull))
+    return mover_rule(pull, made, mover, name)
 
 
 def opening_pulls(m: HistoryMachine, data: Any, movers: list[Mover],
