@@ -20,6 +20,7 @@ vendor names.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import inspect
 import os
@@ -56,6 +57,10 @@ RESET_DRAIN_S = 5.0
 QUICK_OPS = frozenset({"node", "node_each", "node_read", "node_alloc", "init", "cm_check", "reset"})
 QUICK_CM = frozenset({"allocate_cache", "register_cache", "allocate_blocks_cache", "register_blocks_cache"})
 LINK_TIMEOUT_MS = 10000
+
+
+#: how many listen ports a node tries at init (each free when picked; another process may bind it before the node)
+PORT_TRIES = 3
 
 
 def _free_port(ip: str) -> int:
@@ -147,13 +152,22 @@ class VendorNode:
             raise RuntimeError("node is already initialized (reset it first)")
         vendor = self.vendor
         ip = listen_ip or self.ip
-        self.listen = (ip, self.port)
-        opts = {str(k): str(v) for k, v in options.items()}
-        opts.setdefault("llm.listenIpInfo", f"{ip}:{self.port}")
-        if device_id is not None:
-            opts.setdefault("ge.exec.deviceId", str(device_id))
-        datadist = vendor.LLMDataDist(getattr(vendor.LLMRole, role_name), cluster_id)
-        datadist.init(opts)
+        for attempt in range(PORT_TRIES):
+            self.listen = (ip, self.port)
+            opts = {str(k): str(v) for k, v in options.items()}
+            opts.setdefault("llm.listenIpInfo", f"{ip}:{self.port}")
+            if device_id is not None:
+                opts.setdefault("ge.exec.deviceId", str(device_id))
+            datadist = vendor.LLMDataDist(getattr(vendor.LLMRole, role_name), cluster_id)
+            try:
+                datadist.init(opts)
+                break
+            except OSError as exc:
+                # the port was free when this process started, and another process may have bound it since (a
+                # loaded machine opens many): another free port, where the caller did not name the address
+                if exc.errno != errno.EADDRINUSE or "llm.listenIpInfo" in options or attempt == PORT_TRIES - 1:
+                    raise
+                self.port = _free_port(self.ip)
         self.datadist = datadist
         self.codec = self.codec.successor(cluster_id)
         says_host = getattr(vendor, "CONFORMANCE_DEVICE_MEMORY", None) == "host"
