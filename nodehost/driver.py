@@ -162,10 +162,10 @@ class VendorNode:
             try:
                 datadist.init(opts)
                 break
-            except OSError as exc:
+            except OSError as bind_error:  # not a vendor object (``exc`` names those: tests/nodehost/test_vendor_names)
                 # the port was free when this process started, and another process may have bound it since (a
                 # loaded machine opens many): another free port, where the caller did not name the address
-                if exc.errno != errno.EADDRINUSE or "llm.listenIpInfo" in options or attempt == PORT_TRIES - 1:
+                if bind_error.errno != errno.EADDRINUSE or "llm.listenIpInfo" in options or attempt == PORT_TRIES - 1:
                     raise
                 self.port = _free_port(self.ip)
         self.datadist = datadist
