@@ -47,7 +47,7 @@ from .by_relation import NODES, drawn_relation, push_in_relation
 from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
 from .long_runs import long_run
 from .making import Making
-from .movers import companion
+from .movers import Mover, companion
 from .planning import Planning, divisors
 from .pulls import opening_pulls, pull_operation, pull_rule
 from .pushes import NATURAL_MS, HistoryRun, Plan, judge_push, push_for, still
@@ -126,6 +126,7 @@ class HistoryMachine(RuleBasedStateMachine):
 
     h: HistoryRun
     turns: Turns  # the stream run's (machine_for gives each its own)
+    partner: Mover | None = None  # the spec's companion (machine_for finds it once per stream run)
 
     def __init__(self) -> None:
         super().__init__()
@@ -345,7 +346,7 @@ def _open(m: HistoryMachine, data: Any) -> None:
         for other in w.nodes[2:]:
             m.making.link(client, other)
     still(h, m.bed, label)
-    pulling, moving, partner = pull_operation(h), blocks_operation(h), companion(h)
+    pulling, moving, partner = pull_operation(h), blocks_operation(h), m.partner
     # the run's own transfers between its first pairs, then its companion's the other way over the same link, then
     # its own again: every history has each direction after the other (pulls.py, blocks.py)
     if pulling is not None:
@@ -686,4 +687,5 @@ def machine_for(h: HistoryRun) -> type[HistoryMachine]:
         pushes["blocks"] = blocks_rule(HistoryMachine.made, moving)
         if other is not None:
             pushes[f"companion_{other.api}"] = blocks_rule(HistoryMachine.made, other, f"companion_{other.api}")
-    return type("History", (HistoryMachine,), {"h": h, "turns": Turns(), **pushes})
+    # the companion, found once per stream run (its spec is read from disk), is every history's (HistoryMachine.open)
+    return type("History", (HistoryMachine,), {"h": h, "turns": Turns(), "partner": other, **pushes})
