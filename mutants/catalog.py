@@ -1118,7 +1118,7 @@ class assumes_even_spacing(CacheManager):
                "push_cache.param.src_cache.not_local", "push_cache.param.src_cache.type"))
 class pushes_from_freed_source(CacheManager):
     def _resolve_local_cache(self, a):  # type: ignore[no-untyped-def]
-        engine, src = self.engine, a.src_cache
+        engine, src = self.engine, getattr(a, "src_cache", None)  # a pull's arguments name no source of this node
         if engine.alive and getattr(src, "_cache_manager", None) is self and src.cache_id not in engine.caches:
             freed = engine.dead_caches.get(src.cache_id)
             if freed is not None:
@@ -1518,6 +1518,14 @@ class blocks_local_tensors_packed(CacheManager):
     def _block_pairs(self, link, local, remote, spans):  # type: ignore[no-untyped-def]
         return [(_packed_view(self, local, s.src_tensor, s.src_offset, s.nbytes),
                  self._dst_view(link, remote, s.dst_tensor, s.dst_offset, s.nbytes)) for s in spans]
+
+
+@mutant("pushes blocks from a blocks cache this node has freed: the released blocks' memory is read into the remote "
+        "cache (push_blocks)", ("push_blocks.safety.deallocated_source",), by="histories",
+        focus=("push_blocks.history.valid_pushes", "push_blocks.safety.deallocated_source",
+               "push_blocks.param.src_cache.type", "push_blocks.data.postcondition"))
+class blocks_push_from_freed_source(_shared(pushes_from_freed_source)):  # type: ignore[misc]
+    pass
 
 
 @mutant("takes a rank-1 local blocks cache (shape [blocks]) to have no element per block: nothing moves, the call "
@@ -2373,4 +2381,10 @@ class pull_blocks_local_tensors_packed(CacheManager):
 @mutant("takes a rank-1 remote blocks cache (shape [blocks]) to have no element per block: nothing moves, the call "
         "returns (pull_blocks)", ("pull_blocks.data.setup_extremes",), reaches=("src_rank=minimum",))
 class pull_blocks_rank_one_moves_nothing(_shared(pull_rank_one_moves_nothing)):  # type: ignore[misc]
+    pass
+
+
+@mutant("writes pulled blocks into a blocks cache this node has freed (pull_blocks)",
+        ("pull_blocks.safety.deallocated_destination",))
+class pull_blocks_into_deallocated(_shared(pull_into_deallocated)):  # type: ignore[misc]
     pass

@@ -55,6 +55,11 @@ def raised_as(expectation: Raises, exc: BaseException | None, api: Any) -> bool:
 # ------------------------------------------------------------------------------------------------ outcome
 
 
+def _called(obs: Observation) -> str:
+    """The method the judged call made (a companion's own, in a history), else the run's operation's."""
+    return obs.push.operation if obs.push is not None else obs.tb.run.spec.api
+
+
 @singledispatch
 def outcome_problem(expectation: Expectation, obs: Observation) -> str | None:
     """Why the call's outcome (returned or raised, which exception, which status) is not the expected one."""
@@ -65,7 +70,7 @@ def outcome_problem(expectation: Expectation, obs: Observation) -> str | None:
 def _(expectation: Raises, obs: Observation) -> str | None:
     out, api = obs.outcome, obs.tb.api
     if out.hung or not raised_as(expectation, out.exc, api):
-        return f"{obs.tb.run.spec.api} {out.describe()}, but the clause expects: {expectation.describe()}"
+        return f"{_called(obs)} {out.describe()}, but the clause expects: {expectation.describe()}"
     got = getattr(out.exc, "status_code", None)
     if expectation.status:
         want = getattr(api.LLMStatusCode, expectation.status, None)
@@ -84,14 +89,15 @@ def _(expectation: Raises, obs: Observation) -> str | None:
 @outcome_problem.register
 def _(expectation: Succeeds, obs: Observation) -> str | None:
     if obs.outcome.hung or obs.outcome.exc is not None:
-        return f"{obs.tb.run.spec.api} {obs.outcome.describe()}, but the clause expects: {expectation.describe()}"
+        return f"{_called(obs)} {obs.outcome.describe()}, but the clause expects: {expectation.describe()}"
     return None
 
 
 @outcome_problem.register
 def _(expectation: AnyOf, obs: Observation) -> str | None:
     if all(outcome_problem(a, obs) for a in expectation.allowed):
-        return f"outcome not in the allowed envelope ({expectation.describe()}): {obs.tb.run.spec.api} {obs.outcome.describe()}"
+        return (f"outcome not in the allowed envelope ({expectation.describe()}): {_called(obs)} "
+                f"{obs.outcome.describe()}")
     return None
 
 

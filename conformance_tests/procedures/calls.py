@@ -82,5 +82,5 @@ def raised_in_time(tb: Testbed, push: Push, outcome: Outcome, budget: float, cla
     layers = max(1, len(transfer.src_layers)) if transfer is not None else 1
     limit = layers * budget + TIMEOUT_SLACK_S
     if outcome.seconds > limit:
-        fail(clause_id, label, push, f"push_cache raised only after {outcome.seconds:.2f}s; with sync_kv_timeout "
+        fail(clause_id, label, push, f"{push.operation} raised only after {outcome.seconds:.2f}s; with sync_kv_timeout "
              f"{budget * 1000:.0f} ms and {layers} layer(s) it should raise within {limit:.1f}s")

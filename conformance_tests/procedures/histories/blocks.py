@@ -75,7 +75,8 @@ def blocks_rule(made: Bundle[Any], mover: Mover, name: str = "blocks") -> Callab
         times = data.draw(st.integers(self.h.hist.repeat.min, self.h.hist.repeat.max), label="times")
         for i in range(times if first is not None else 0):
             assert first is not None
-            move = first if i == 0 else _move(self, data, first.client, first.server, first.src, first.dst, mover)
+            move = first if i == 0 else move_between(self, data, first.client, first.server, first.src,
+                                                     first.dst, mover)
             if move is not None and move.src.live and move.dst.live and self.world.links.get(move.link):
                 judge_move(self, move, mover, self.label(mover.api) + (f", {i + 1} of {times}" if times > 1 else ""))
         return multiple(*self.made_since(moment))
@@ -88,7 +89,7 @@ def opening_moves(m: HistoryMachine, data: Any, movers: list[Mover],
     on the server, both before the link) moves blocks by each mover's direction (the run's operation, its companion
     where the backend has it, the run's again)."""
     for mover, i, client, server, src, dst in opening_pairs(m, movers, made):
-        move = _move(m, data, client, server, src, dst, mover)
+        move = move_between(m, data, client, server, src, dst, mover)
         if move is not None:
             judge_move(m, move, mover, f"{label}, {mover.api} {i}")
 
@@ -96,10 +97,10 @@ def opening_moves(m: HistoryMachine, data: Any, movers: list[Mover],
 def plan_move(m: HistoryMachine, data: Any, mover: Mover) -> BlocksMove | None:
     """A move valid in every respect (:func:`.movers.choose_pair`) and its block lists."""
     got = choose_pair(m, data, mover, "blocks", dst_accessible=True)
-    return None if got is None else _move(m, data, *got, mover)
+    return None if got is None else move_between(m, data, *got, mover)
 
 
-def _move(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState, dst: CacheState,
+def move_between(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState, dst: CacheState,
           mover: Mover) -> BlocksMove | None:
     """The arguments of a valid move from ``src`` into ``dst``: tensor_num_per_layer and layers as a push's, then
     how many blocks, the destination's distinct, the source's any (a source block may be read twice)."""
@@ -116,12 +117,18 @@ def _move(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, sr
     return BlocksMove(client, server, src, dst, tnpl, rng, tuple(src_blocks), tuple(dst_blocks), op.pulls)
 
 
-def call_of(m: HistoryMachine, move: BlocksMove, mover: Mover) -> Call:
-    """The move's call, every argument by keyword (those the release's signature takes)."""
-    bed, keyed, op = m.bed, move.keyed, mover.op
+def key_of(m: HistoryMachine, server: NodeState, model_id: int) -> Value:
+    """The BlocksCacheKey naming ``server``'s blocks cache bound to ``model_id``."""
+    return Value(Deferred(m.bed.api.BlocksCacheKey, [server.cluster_id, model_id]),
+                 f"api.BlocksCacheKey({server.cluster_id}, {model_id})")
+
+
+def call_of(m: HistoryMachine, move: BlocksMove, mover: Mover, key: Value | None = None) -> Call:
+    """The move's call, every argument by keyword (those the release's signature takes); ``key``: in place of the
+    one naming the server's cache."""
+    keyed, op = move.keyed, mover.op
     assert keyed.model_id is not None
-    key = Value(Deferred(bed.api.BlocksCacheKey, [move.server.cluster_id, keyed.model_id]),
-                f"api.BlocksCacheKey({move.server.cluster_id}, {keyed.model_id})")
+    key = key if key is not None else key_of(m, move.server, keyed.model_id)
     local = move.dst if move.pulls else move.src
     rng = (Value(None, "None") if move.layer_range is None
            else Value(range(*move.layer_range), f"range{move.layer_range!r}"))

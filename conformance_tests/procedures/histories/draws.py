@@ -60,10 +60,11 @@ def in_domain(bounds: Bounds, used: Sequence[int] = ()) -> st.SearchStrategy[int
 
 @st.composite
 def nodes(draw: Any, hist: Histories, roles: Sequence[str], stream: HistoryStream, least: int = 0,
-          first_timeouts: Sequence[int] = ()) -> list[NodeState]:
+          first_timeouts: Sequence[int | None] = ()) -> list[NodeState]:
     """2 to N nodes (``least`` at least, as far as the domain goes): distinct cluster ids over the whole domain (some
     aliasing others' low bits), a role each, and options of their own: llm.SyncKvCacheWaitTime over its domain
-    (half of the nodes within what the stream may wait; the first nodes' ``first_timeouts`` where given), pools of
+    (half of the nodes within what the stream may wait; the first nodes' ``first_timeouts`` where given, None:
+    drawn), pools of
     their own size and page_shift (at least one page in the pool)."""
     count = draw(st.integers(min(hist.nodes.max, max(least, hist.nodes.min)), hist.nodes.max), label="nodes")
     ids: list[int] = []
@@ -73,7 +74,8 @@ def nodes(draw: Any, hist: Histories, roles: Sequence[str], stream: HistoryStrea
     t = hist.sync_kv_timeout_ms
     out = []
     for i, cid in enumerate(ids):
-        timeout = first_timeouts[i] if i < len(first_timeouts) else draw(
+        given = first_timeouts[i] if i < len(first_timeouts) else None
+        timeout = given if given is not None else draw(
             st.one_of(st.sampled_from(timeout_ladder(t, stream.wait_ms)), uniform(t)), label="timeout_ms")
         options = {**NODE_OPTIONS, "llm.SyncKvCacheWaitTime": str(timeout)}
         for option in ("llm.MemPoolConfig", "llm.HostMemPoolConfig"):

@@ -2,7 +2,8 @@
 protocol offers, one rule each, in any order the protocol allows — link, unlink, allocate, register (at uneven
 offsets), free, free again, rewrite and push (valid, in every situation the spec declares: a rule per situation,
 broken by a generate rule of any clause, repeated, from several threads at once; in a run whose operation pulls
-a batch entry, pull: :mod:`.pulls`; in one whose operation moves block lists, blocks: :mod:`.blocks`) — and its
+a batch entry, pull: :mod:`.pulls`; in one whose operation moves block lists, blocks: :mod:`.blocks`; in either,
+its own transfer in the situations its spec declares, not pushes: :mod:`.mover_situations`) — and its
 model is the kit's
 oracle (:mod:`.world`, the testbed's snapshots).  Each push is judged by the clause of its situation; after every
 other step every byte the kit can see must be as the history left it (the invariant ``bytes_as_left``).  A failure
@@ -47,6 +48,7 @@ from .by_relation import NODES, drawn_relation, push_in_relation
 from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
 from .long_runs import long_run
 from .making import Making
+from .mover_situations import faulting_timeout, opening_situations, situation_rules
 from .movers import Mover, companion
 from .planning import Planning, divisors
 from .pulls import opening_pulls, pull_operation, pull_rule
@@ -353,6 +355,9 @@ def _open(m: HistoryMachine, data: Any) -> None:
         opening_pulls(m, data, [v for v in (pulling, partner, pulling) if v is not None], pairs, label)
     if moving is not None:
         opening_moves(m, data, [v for v in (moving, partner, moving) if v is not None], pairs, label)
+    mine = pulling or moving
+    if mine is not None:  # then the run's own transfer in each of its situations (mover_situations.py)
+        opening_situations(m, data, mine)
     if edge_delay:
         _edge_delays(m, data, client, server)
     if not m.can("valid") or not (h.long_run or edges):
@@ -370,9 +375,10 @@ def _open(m: HistoryMachine, data: Any) -> None:
         m.judge_valid(plan, f"{label}, a model at the domain's edges, {i + 1} of {len(plans)}")
 
 
-def _first_timeouts(h: HistoryRun, edge_delay: bool) -> tuple[int, ...]:
-    """The budgets of a history's first nodes: a configuration stream's edge delays' (see _edge_delays), a long
-    run's client's, or none."""
+def _first_timeouts(h: HistoryRun, edge_delay: bool) -> tuple[int | None, ...]:
+    """The budgets of a history's first nodes (None: drawn): a configuration stream's edge delays' (see
+    _edge_delays), a long run's client's, a mover run's third node's (mover_situations.faulting_timeout), or
+    none."""
     # a stream that names the within-budget delay among its few situations (the configuration stream) starts
     # with one of the class its turn gives it (delays.edge_class: the spec's classes, the nearest the budget
     # first) within half what the history may wait, on a node whose llm.SyncKvCacheWaitTime leaves the nearest
@@ -388,7 +394,10 @@ def _first_timeouts(h: HistoryRun, edge_delay: bool) -> tuple[int, ...]:
         first = edge_timeout(h.hist.delays, h.hist.delays.within[-1], h.stream.wait_ms // 2, top,
                              h.hist.sync_kv_timeout_ms)
         return (first, h.hist.sync_kv_timeout_ms.min, STRICT_EDGE_MS)
-    return (top,) if h.long_run else ()
+    if h.long_run:
+        return (top,)
+    faulting = faulting_timeout(h) if pull_operation(h) or blocks_operation(h) else None
+    return () if faulting is None else (None, None, faulting)
 
 
 def _edge_delays(m: HistoryMachine, data: Any, client: NodeState, server: NodeState) -> None:
@@ -434,14 +443,6 @@ def _late(m: HistoryMachine, data: Any) -> bool:
     return name in m.h.situations and m.judged(data, plan, name)
 
 
-def _never_linked(m: HistoryMachine) -> list[tuple[int, int]]:
-    return [p for p in m.world.unlinked_pairs() if p not in m.world.ever_linked]
-
-
-def _relinkable(m: HistoryMachine) -> list[tuple[int, int]]:
-    return [p for p in m.world.unlinked_pairs() if p in m.world.ever_linked]
-
-
 def _unlinked_push(m: HistoryMachine, data: Any, name: str, pairs: list[tuple[int, int]]) -> bool:
     found = m.planning.pairs(pairs)
     if not found:
@@ -452,12 +453,12 @@ def _unlinked_push(m: HistoryMachine, data: Any, name: str, pairs: list[tuple[in
 
 @situation("never_linked")
 def _never(m: HistoryMachine, data: Any) -> bool:
-    return _unlinked_push(m, data, "never_linked", _never_linked(m))
+    return _unlinked_push(m, data, "never_linked", m.world.never_linked())
 
 
 @situation("unlinked")
 def _unlinked(m: HistoryMachine, data: Any) -> bool:
-    return _unlinked_push(m, data, "unlinked", _relinkable(m))
+    return _unlinked_push(m, data, "unlinked", m.world.relinkable())
 
 
 @situation("unknown_cache")
@@ -671,8 +672,11 @@ def machine_for(h: HistoryRun) -> type[HistoryMachine]:
     """The machine class of one stream run (hypothesis builds a new instance per history), with a push rule per
     situation the stream judges, a ``pull`` rule where the run's operation pulls a batch entry, and a ``blocks``
     rule where it moves block lists."""
-    pushes = {rule_name(n): push_rule(n) for n in SITUATIONS if n in h.situations}
     pulling, moving = pull_operation(h), blocks_operation(h)
+    mine = pulling or moving
+    # a mover's situations are its own transfers' (mover_situations.py); push_cache's, its pushes'
+    pushes = ({rule_name(n): push_rule(n) for n in SITUATIONS if n in h.situations} if mine is None else
+              situation_rules(h, HistoryMachine.made, mine, lambda n: f"{mine.api}_{n}"))
     # the spec's companion: the family's operation moving the run's unit the other way, as a serving system pushes
     # and pulls over the same links (movers.py)
     other = companion(h)

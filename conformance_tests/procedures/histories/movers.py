@@ -68,12 +68,14 @@ def callable_on(m: HistoryMachine, mover: Mover) -> bool:
     return known[mover.api]
 
 
-def pairs(m: HistoryMachine, op: Operation) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
+def pairs(m: HistoryMachine, op: Operation, links: list[tuple[int, int]] | None = None
+          ) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
     """(link, source, destination) a valid transfer of ``op`` could go between over a usable link (client ->
-    server): a push's source on the client, a pull's on the server; the server's cache open to remote access."""
+    server), or over ``links`` (pairs of nodes, linked or not): a push's source on the client, a pull's on the
+    server; the server's cache open to remote access."""
     w = m.world
     out = []
-    for link in w.usable_links():
+    for link in w.usable_links() if links is None else links:
         src_node, dst_node = (link[1], link[0]) if op.pulls else link
         srcs, dsts = list(w.sources(src_node)), w.live(dst_node)
         out += [(link, s, d) for s in srcs for d in dsts
@@ -81,18 +83,26 @@ def pairs(m: HistoryMachine, op: Operation) -> list[tuple[tuple[int, int], Cache
     return out
 
 
-def choose_pair(m: HistoryMachine, data: Any, mover: Mover, what: str, *, dst_accessible: bool | None
+def choose_pair(m: HistoryMachine, data: Any, mover: Mover, what: str, *, dst_accessible: bool | None,
+                link: tuple[int, int] | None = None, keep_link: bool = False
                 ) -> tuple[NodeState, NodeState, CacheState, CacheState] | None:
     """(client, server, source, destination) of a transfer of ``mover`` valid in every respect: between existing
     caches, into a destination made for an existing source, or from a new source into a new destination (a pull's
     source on the server, a push's on the client; ``dst_accessible``: how the new destination is made); a link
     that does not see the server's cache yet, or that a timeout left faulted, is made again first (as a valid
-    push's). ``what`` labels the draws."""
+    push's). ``link``: over that link only; ``keep_link``: as it is (between caches it sees, made again for
+    nothing: what a link must do after a timeout is the point).  ``what`` labels the draws."""
     w, op = m.world, mover.op
-    links = w.usable_links()
+    links = [p for p in w.usable_links() if link is None or p == link]
     if not links:
         return None
-    found = pairs(m, op)
+    found = pairs(m, op, links)
+    if keep_link:
+        found = [(p, s, d) for p, s, d in found if w.visibility(p, s if op.pulls else d) == "valid"]
+        if not found:
+            return None
+        p, src, dst = data.draw(st.sampled_from(found), label=what)
+        return w.nodes[p[0]], w.nodes[p[1]], src, dst
     src_end = 1 if op.pulls else 0
     sources = [(p, s) for p in links for s in w.sources(p[src_end])]
     crowded = len(w.live()) >= MAX_LIVE_CACHES and found

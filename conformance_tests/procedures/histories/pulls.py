@@ -101,7 +101,7 @@ def opening_pulls(m: HistoryMachine, data: Any, movers: list[Mover],
     client's; then the companion pushes the client's cache into the server's, where the backend has its method;
     then the client pulls again."""
     for mover, i, client, server, src, dst in opening_pairs(m, movers, made):
-        found = _entries(m, data, client, server, src, dst, mover)
+        found = pull_between(m, data, client, server, src, dst, mover)
         if found is not None:
             what = "pull" if mover == movers[0] else mover.api
             judge_pull(m, found, mover, f"{label}, {what} {i}")
@@ -111,10 +111,10 @@ def plan_pull(m: HistoryMachine, data: Any, mover: Mover) -> Pull | None:
     """A transfer valid in every respect (:func:`.movers.choose_pair`; a pull's new destination open to remote
     access as drawn, a push's open) and its entries."""
     got = choose_pair(m, data, mover, "pull", dst_accessible=None if mover.op.pulls else True)
-    return None if got is None else _entries(m, data, *got, mover)
+    return None if got is None else pull_between(m, data, *got, mover)
 
 
-def _entries(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState,
+def pull_between(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState,
              dst: CacheState, mover: Mover) -> Pull | None:
     """The arguments of a valid transfer from ``src`` into ``dst``: tensor_num_per_layer and layers as a push's,
     then the two entries."""
@@ -127,12 +127,18 @@ def _entries(m: HistoryMachine, data: Any, client: NodeState, server: NodeState,
                 data.draw(st.integers(0, dst.batch - 1), label="dst entry"), pulls)
 
 
-def call_of(m: HistoryMachine, pull: Pull, mover: Mover) -> Call:
-    """The transfer's call, every argument by keyword (those the mover's signature takes)."""
-    bed, op = m.bed, mover.op
+def key_of(m: HistoryMachine, server: NodeState, cache_id: int, batch: int, code: str | None = None) -> Value:
+    """The CacheKeyByIdAndIndex naming entry ``batch`` of ``server``'s cache ``cache_id`` (``code``: the id's)."""
+    return Value(Deferred(m.bed.api.CacheKeyByIdAndIndex, [server.cluster_id, cache_id, batch]),
+                 f"api.CacheKeyByIdAndIndex({server.cluster_id}, {code or cache_id}, {batch})")
+
+
+def call_of(m: HistoryMachine, pull: Pull, mover: Mover, key: Value | None = None) -> Call:
+    """The transfer's call, every argument by keyword (those the mover's signature takes); ``key``: in place of
+    the one naming the server's cache and entry."""
+    op = mover.op
     (keyed, key_batch), (local, local_batch) = pull.keyed, pull.local
-    key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [pull.server.cluster_id, keyed.cache_id, key_batch]),
-                f"api.CacheKeyByIdAndIndex({pull.server.cluster_id}, {keyed.name}.cache_id, {key_batch})")
+    key = key if key is not None else key_of(m, pull.server, keyed.cache_id, key_batch, f"{keyed.name}.cache_id")
     rng = (Value(None, "None") if pull.layer_range is None
            else Value(range(*pull.layer_range), f"range{pull.layer_range!r}"))
     local_entries = op.dst_entries if op.pulls else op.src_entries

@@ -17,6 +17,7 @@ from ...spec import Clause, Expectation
 from ...spec.expect import envelope
 from ...spec.model import Histories, HistoryStream, Operation
 from ...testbed.testbed import Call, Outcome
+from ..calls import raised_in_time
 from ..common import per_call_bound
 from .bed import HistoryBed
 from .world import CacheState, NodeState, World
@@ -174,22 +175,33 @@ def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause:
 
 
 def judge_transfer(h: HistoryRun, bed: HistoryBed, world: World, client: NodeState, server: NodeState,
-                   src: CacheState, dst: CacheState, call: Call, op: Operation, label: str) -> Outcome:
-    """Make a valid transfer of the run's own operation (a pull, a move of blocks: ``call``, which ``client``
-    makes over its link to ``server``, from ``src`` into ``dst``) and judge it by the history clause, every outcome
-    it allows: a success that lands exactly and changes nothing else, or, past a budget its bytes may need, what the
-    overtime clause allows; one that raised leaves its link ``faulted`` (made again before the next)."""
+                   src: CacheState, dst: CacheState | None, call: Call, op: Operation, label: str, *,
+                   clause: Clause | None = None, bound_extra: float = 0.0, in_time: bool = False) -> Outcome:
+    """Make a transfer of the run's own operation or its companion (a pull, a move of blocks: ``call``, which
+    ``client`` makes over its link to ``server``, from ``src`` into ``dst``; None: a cache the key names and the
+    server does not have) and judge it by ``clause`` (default: the history clause, a valid transfer's), every
+    outcome it or one of its cases allows, or, past a budget its bytes may need or under a fault, what the overtime
+    clause allows too; one that raised there leaves its link ``faulted`` (made again before the next valid one).
+    ``in_time``: under a fault, a refusal must come within one timeout of the client per layer."""
     __tracebackhide__ = True
-    push = bed.aim(client, server, src.info, dst.info, dst_readable=True, pulls=op.pulls)
+    clause = clause if clause is not None else h.clause
+    dst_node = client if op.pulls else server
+    push = bed.aim(client, server, src.info, dst.info if dst is not None else None,
+                   dst_readable=dst is not None and not dst.freed and dst_node.alive, pulls=op.pulls)
     push = replace(push, call=call, kind=op, operation=call.api)  # a companion calls its own method
     expect_success(bed, push, dst)
-    outcome = bed.push_call(push, per_call_bound(h.run))
+    outcome = bed.push_call(push, per_call_bound(h.run, extra=bound_extra))
     link = (client.index, server.index)
     world.pushed_over(link)
-    expect = overtime_of(h, client, src, outcome, clause_envelope(h.clause))
-    obs = judge(bed, push, outcome, expect, h.clause.id, label)
-    if link in world.links:
-        world.links[link].faulted = outcome.exc is not None
+    given = clause_envelope(clause)
+    expect = overtime_of(h, client, src, outcome, given)
+    obs = judge(bed, push, outcome, expect, clause.id, label)
+    if link in world.links and outcome.exc is not None and (client.faulty or expect is not given):
+        world.links[link].faulted = True
+    elif link in world.links and outcome.exc is None:
+        world.links[link].faulted = False
+    if outcome.exc is not None and in_time:
+        raised_in_time(bed, push, outcome, client.timeout_ms / 1000, clause.id, label)
     observed(bed, obs)
     bed.rec.verdict = []
     return outcome

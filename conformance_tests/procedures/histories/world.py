@@ -131,6 +131,18 @@ class World:
         alive = [n.index for n in self.alive()]
         return [(a, b) for a in alive for b in alive if a != b and (a, b) not in self.links]
 
+    def never_linked(self) -> list[tuple[int, int]]:
+        """Unlinked pairs (:meth:`unlinked_pairs`) never linked in this history."""
+        return [p for p in self.unlinked_pairs() if p not in self.ever_linked]
+
+    def relinkable(self) -> list[tuple[int, int]]:
+        """Unlinked pairs that were linked once (and unlinked since)."""
+        return [p for p in self.unlinked_pairs() if p in self.ever_linked]
+
+    def model_ids_on(self, node: int) -> set[int]:
+        """Every model_id a blocks cache of this node was ever bound to (live or freed)."""
+        return {c.model_id for c in self.caches if c.node == node and c.model_id is not None}
+
     def ids_on(self, node: int) -> set[int]:
         """Every cache id this node ever handed out (live or freed)."""
         return {c.cache_id for c in self.caches if c.node == node}
