@@ -356,7 +356,7 @@ def _histories(raw: Mapping[str, Any] | None, domains: Mapping[str, Bounds]) -> 
     streams = {str(name): HistoryStream(str(name), int(s["steps"]), str(s.get("layouts", "drawn")),
                                         int(s.get("pushes", 0)), int(s.get("wait_ms", 0)),
                                         int(s["bytes"]) if s.get("bytes") is not None else None,
-                                        tuple(s["situations"]) if s.get("situations") else None,
+                                        tuple(s["situations"]) if s.get("situations") is not None else None,
                                         bool(s.get("shrink", True)))
                for name, s in raw["streams"].items()}
     models = tuple(ModelLayout(str(m["model"]), str(m["source"]), int(m["layers"]), int(m["tensors_per_layer"]),

@@ -437,7 +437,7 @@ class HistoryStream:
     pushes: int = 0
     wait_ms: int = 0
     bytes: int | None = None
-    situations: tuple[str, ...] | None = None  # the situations its pushes are drawn in (None: every one)
+    situations: tuple[str, ...] | None = None  # the situations its pushes are drawn in (None: every one; (): none)
     shrink: bool = True  # whether a failing history is shrunk
 
 

@@ -24,7 +24,7 @@ from . import blocks, draws, pulls
 from .blocks import BlocksMove
 from .movers import Mover, choose_pair, pairs
 from .pulls import Pull
-from .pushes import judge_transfer, still
+from .pushes import HistoryRun, judge_transfer, still
 
 if TYPE_CHECKING:
     from .machine import HistoryMachine
@@ -97,18 +97,23 @@ def judged(m: HistoryMachine, t: Transfer, mover: Mover, clause: Clause | None, 
 def recover(m: HistoryMachine, data: Any, mover: Mover, link: tuple[int, int], label: str, raised: bool) -> None:
     """After a refusal, a timeout or a fault (``raised``: the transfer raised), a valid transfer over the same link,
     judged by the clause of what came before it (``after_timeout`` over a link the fault left faulted, as it is;
-    ``after_refusal``), or by the history clause over the link made again where no clause says what the link must
-    do; then one over another link."""
+    ``after_refusal``), else by the history clause; none over a link that does not see the caches drawn, or that
+    is faulted where no clause says what it must do then; then one over another link.  The draws are the same
+    whatever the outcome was (a budget of 1 ms leaves it to timing): it decides only the clause, and whether the
+    transfer is made."""
     w, h = m.world, m.h
     state = w.links.get(link)
     if state is not None and w.nodes[link[0]].alive and w.nodes[link[1]].alive:
-        name = ("after_timeout" if state.faulted and "after_timeout" in h.situations else
-                "after_refusal" if raised and not state.faulted and "after_refusal" in h.situations else None)
-        t = valid(m, data, mover, link=link, keep_link=name is not None)
+        t = valid(m, data, mover, link=link, keep_link=True)
         if t is not None:
-            judged(m, t, mover, h.situations[name] if name else None,
-                   f"{label}, then a valid {mover.api} over the same link" + (f" ({name})" if name else ""))
-    others = [p for p in w.usable_links() if p != link]
+            seen = w.visibility(link, t.src if t.pulls else t.dst) == "valid"
+            name = ("after_timeout" if state.faulted and "after_timeout" in h.situations else
+                    "after_refusal" if raised and not state.faulted and "after_refusal" in h.situations else None)
+            # not made again here: what a relink makes goes to the history's bundles, which must not turn on timing
+            if seen and (name is not None or not state.faulted):
+                judged(m, t, mover, h.situations[name] if name else None,
+                       f"{label}, then a valid {mover.api} over the same link" + (f" ({name})" if name else ""))
+    others = sorted(p for p in w.usable_links() if p != link)
     if others:
         t = valid(m, data, mover, link=data.draw(st.sampled_from(others), label="another link"))
         if t is not None:
@@ -136,7 +141,7 @@ def _wait_left(m: HistoryMachine) -> int:
     return max(0, m.h.stream.wait_ms - m.world.waited_ms)
 
 
-def faulting_timeout(h: Any) -> int | None:
+def faulting_timeout(h: HistoryRun) -> int | None:
     """The llm.SyncKvCacheWaitTime of a mover run's third node, where its situations hold a link that stops carrying
     data: a transfer of the domain's most layers refused at one timeout per layer costs no more than the stream may
     wait (the opening's dropped link goes from it: :func:`opening_situations`); None: no such situation or wait."""
@@ -277,12 +282,13 @@ def opening_situations(m: HistoryMachine, data: Any, mover: Mover) -> None:
 
 
 def _unlink_then(m: HistoryMachine, data: Any, mover: Mover) -> bool:
-    """The newest link unlinked (where the history has more than one), then a transfer over a pair unlinked since
-    it was linked."""
+    """The link between the last nodes unlinked (where the history has more than one: the opening's first link
+    stays; not the newest, which a relink after a timeout could make any of), then a transfer over a pair unlinked
+    since it was linked."""
     w = m.world
     links = w.usable_links()
     if len(links) > 1 and not w.relinkable():
-        newest = max(links, key=lambda p: (w.links[p].made, p))
+        newest = max(links)
         m.making.unlink(w.nodes[newest[0]], w.nodes[newest[1]])
         still(m.h, m.bed, m.label(f"unlink {w.nodes[newest[0]].name} -> {w.nodes[newest[1]].name}"))
     return _unlinked_since(m, data, mover)
@@ -291,7 +297,7 @@ def _unlink_then(m: HistoryMachine, data: Any, mover: Mover) -> bool:
 # ---- the rules -------------------------------------------------------------------------------------------------
 
 
-def situation_rules(h: Any, made: Any, mover: Mover, rule_name: Callable[[str], str]
+def situation_rules(h: HistoryRun, made: Any, mover: Mover, rule_name: Callable[[str], str]
                     ) -> dict[str, Callable[..., MultipleResults[Any]]]:
     """A rule per situation the run judges, each making ``mover``'s transfer in it (a valid one where it cannot
     arise now); a situation no history of ``mover`` can be in is refused, naming its clause."""
