@@ -269,7 +269,10 @@ class HistoryBed(Testbed):
         return self.aimed(client.name, server.name, src, dst)
 
     def push_call(self, push: Push, bound: float) -> Outcome:
-        self.run.counters.history_pushes += 1
+        """Make ``push``'s call; counted among the history's transfers where it is the run's operation's (a
+        companion's are judged, not counted: the run's figures are its operation's)."""
+        if push.operation == self.run.spec.api:
+            self.run.counters.history_pushes += 1
         return self.push(push, bound=bound)
 
 

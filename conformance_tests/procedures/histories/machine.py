@@ -214,8 +214,14 @@ class HistoryMachine(RuleBasedStateMachine):
 
     @initialize(target=made, data=st.data())
     def open(self, data: Any) -> MultipleResults[Any]:
-        """The cluster, its first caches and links, and what a history reaches by construction (:func:`_open`)."""
-        _open(self, data)
+        """The cluster, its first caches and links, and what a history reaches by construction (:func:`_open`); in
+        a push run, then its companion's transfers the other way between the first pairs (after the run's own: a
+        pull copies the server's bytes into the source, and a push of them before the pushes a history reaches by
+        construction would move bytes already there, which no broken copy changes)."""
+        pairs = _open(self, data)
+        partner = self.partner
+        if partner is not None and pull_operation(self.h) is None and blocks_operation(self.h) is None:
+            (opening_moves if partner.op.lists else opening_pulls)(self, data, [partner], pairs, self.label("open"))
         return multiple(*self.world.nodes, *self.made_since(0))
 
     @invariant()
@@ -317,11 +323,11 @@ class HistoryMachine(RuleBasedStateMachine):
 
 
 
-def _open(m: HistoryMachine, data: Any) -> None:
+def _open(m: HistoryMachine, data: Any) -> list[tuple[CacheState, CacheState] | None]:
     """The cluster, its first sources and destinations (memory before the link, as documented), the link.  A
     stream with a long run links the client to every other node too and pushes over its first link (the
     oldest of several from one node), a real models' stream pushes the models at the domain's edges: what a
-    history reaches by construction, whatever else it draws."""
+    history reaches by construction, whatever else it draws.  Returns the first pairs (source, destination)."""
     h, w = m.h, m.world
     label = m.step("open")
     edge_delay = h.stream.situations is not None and EDGE_DELAY in h.stream.situations and m.can(EDGE_DELAY)
@@ -361,7 +367,7 @@ def _open(m: HistoryMachine, data: Any) -> None:
     if edge_delay:
         _edge_delays(m, data, client, server)
     if not m.can("valid") or not (h.long_run or edges):
-        return
+        return pairs
     plans = [p for p in (m.planning.plan(data, client, server, *pair) for pair in pairs if pair) if p is not None]
     if h.long_run:
         long_run(m, data, plans, h.long_run, label)
@@ -370,9 +376,10 @@ def _open(m: HistoryMachine, data: Any) -> None:
         if m.can("concurrent") and h.stream.layouts == "drawn":
             for relation in relations(h.run.spec):
                 push_in_relation(m, data, relation)
-        return
+        return pairs
     for i, plan in enumerate(plans):
         m.judge_valid(plan, f"{label}, a model at the domain's edges, {i + 1} of {len(plans)}")
+    return pairs
 
 
 def _first_timeouts(h: HistoryRun, edge_delay: bool) -> tuple[int | None, ...]:
@@ -680,9 +687,11 @@ def machine_for(h: HistoryRun) -> type[HistoryMachine]:
     # the spec's companion: the family's operation moving the run's unit the other way, as a serving system pushes
     # and pulls over the same links (movers.py)
     other = companion(h)
-    if other is not None and pulling is None and moving is None:
-        raise ValueError(f"{h.run.spec.api}: generation.histories.companion is for runs whose operation pulls a "
-                         "batch entry or moves block lists")
+    if other is not None and mine is None:  # a push run's companion pulls (push_cache's: pull_cache)
+        # named to sort after ``push``: a shrink moves towards the first rules, and a push run's history must shrink
+        # to its own pushes first
+        rule_of = blocks_rule if other.op.lists else pull_rule
+        pushes[f"with_{other.api}"] = rule_of(HistoryMachine.made, other, f"with_{other.api}")
     if pulling is not None:  # a run whose operation pulls: its histories pull too (pulls.py)
         pushes["pull"] = pull_rule(HistoryMachine.made, pulling)
         if other is not None:
