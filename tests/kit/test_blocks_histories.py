@@ -6,21 +6,16 @@ clause, on a backend that lays a registered blocks cache's tensors out as an all
 
 from __future__ import annotations
 
-import contextlib
-import io
-from dataclasses import replace
-
 import pytest
 
-import conformance_tests.running.profiles  # noqa: F401 - registers the profiles
 from conformance_tests.judging.judge import ClauseFailure
-from conformance_tests.procedures import PROCEDURES, items_for
 from conformance_tests.procedures.histories import blocks
 from conformance_tests.running.context import RunContext
 from conformance_tests.spec import load_spec
 from conformance_tests.spec.paths import operation_spec_path
 from mutants import catalog
 from reference_impl.backend import backend as reference
+from tests.helpers.histories import run_stream
 
 #: operation -> its history clause and the mutant only its histories catch
 CASES = {"push_blocks": ("push_blocks.history.valid_pushes", "blocks_local_tensors_packed"),
@@ -42,14 +37,7 @@ def judged(monkeypatch):
 
 
 def _run(api: str, backend, target: str, examples: int) -> RunContext:
-    spec = load_spec(operation_spec_path(api))
-    run = RunContext.for_backend(backend, target, spec=spec)
-    run.shrink_s = 5
-    clause = run.spec.clause(CASES[api][0])
-    item = next(i for i in items_for(run, clause) if i.key == "serving")
-    with contextlib.redirect_stdout(io.StringIO()):
-        PROCEDURES["history"].run(run, clause, replace(item, examples=examples))
-    return run
+    return run_stream(api, CASES[api][0], backend, target, examples)
 
 
 @pytest.mark.parametrize("api", sorted(CASES))

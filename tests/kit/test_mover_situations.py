@@ -6,17 +6,12 @@ clause naming it; a situation no history of the operation can be in is refused, 
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections import Counter
-from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
-import conformance_tests.running.profiles  # noqa: F401 - registers the profiles
 from conformance_tests.judging.judge import ClauseFailure
-from conformance_tests.procedures import PROCEDURES, items_for
 from conformance_tests.procedures.histories import mover_situations
 from conformance_tests.procedures.histories.movers import own
 from conformance_tests.running.context import RunContext
@@ -24,6 +19,7 @@ from conformance_tests.spec import load_spec
 from conformance_tests.spec.paths import operation_spec_path
 from mutants import catalog
 from reference_impl.backend import backend as reference
+from tests.helpers.histories import run_stream
 
 HISTORY = {"push_blocks": "push_blocks.history.valid_pushes", "pull_cache": "pull_cache.history.valid_pulls",
            "pull_blocks": "pull_blocks.history.valid_pulls"}
@@ -45,13 +41,7 @@ def judged(monkeypatch):
 
 
 def _run(api: str, backend, target: str, examples: int) -> RunContext:
-    run = RunContext.for_backend(backend, target, spec=load_spec(operation_spec_path(api)))
-    run.shrink_s = 5
-    clause = run.spec.clause(HISTORY[api])
-    item = next(i for i in items_for(run, clause) if i.key == "serving")
-    with contextlib.redirect_stdout(io.StringIO()):
-        PROCEDURES["history"].run(run, clause, replace(item, examples=examples))
-    return run
+    return run_stream(api, HISTORY[api], backend, target, examples)
 
 
 @pytest.mark.parametrize("api", sorted(HISTORY))
