@@ -94,9 +94,11 @@ def opening_moves(m: HistoryMachine, data: Any, movers: list[Mover],
             judge_move(m, move, mover, f"{label}, {mover.api} {i}")
 
 
-def plan_move(m: HistoryMachine, data: Any, mover: Mover) -> BlocksMove | None:
-    """A move valid in every respect (:func:`.movers.choose_pair`) and its block lists."""
-    got = choose_pair(m, data, mover, "blocks", dst_accessible=True)
+def plan_move(m: HistoryMachine, data: Any, mover: Mover, *, link: tuple[int, int] | None = None,
+              keep_link: bool = False) -> BlocksMove | None:
+    """A move valid in every respect (:func:`.movers.choose_pair`, over ``link`` where given, ``keep_link``) and
+    its block lists."""
+    got = choose_pair(m, data, mover, "blocks", dst_accessible=True, link=link, keep_link=keep_link)
     return None if got is None else move_between(m, data, *got, mover)
 
 

@@ -22,7 +22,7 @@ from ...spec import Clause
 from ..calls import FAULT_BOUND_FACTOR
 from . import blocks, draws, pulls
 from .blocks import BlocksMove
-from .movers import Mover, choose_pair, pairs
+from .movers import Mover, pairs
 from .pulls import Pull
 from .pushes import HistoryRun, judge_transfer, still
 
@@ -69,10 +69,10 @@ def between(m: HistoryMachine, data: Any, mover: Mover, client: Any, server: Any
 
 def valid(m: HistoryMachine, data: Any, mover: Mover, *, link: tuple[int, int] | None = None,
           keep_link: bool = False) -> Transfer | None:
-    """A transfer valid in every respect (:func:`.movers.choose_pair`), over ``link`` where given."""
-    accessible = True if mover.op.lists or not mover.op.pulls else None
-    got = choose_pair(m, data, mover, "transfer", dst_accessible=accessible, link=link, keep_link=keep_link)
-    return None if got is None else between(m, data, mover, *got)
+    """A transfer valid in every respect (:func:`.blocks.plan_move`, :func:`.pulls.plan_pull`), over ``link``
+    where given."""
+    plan = blocks.plan_move if mover.op.lists else pulls.plan_pull
+    return plan(m, data, mover, link=link, keep_link=keep_link)
 
 
 def layers(t: Transfer) -> int:
@@ -87,7 +87,7 @@ def judged(m: HistoryMachine, t: Transfer, mover: Mover, clause: Clause | None, 
     """Make ``t`` (its key replaced by ``key``; ``known``: False where that key names no cache of the server) and
     judge it by ``clause`` (None: the history clause); under a fault that waits ``wait_s``, its refusal in time."""
     __tracebackhide__ = True
-    call = (blocks.call_of(m, t, mover, key) if isinstance(t, BlocksMove) else pulls.call_of(m, t, mover, key))
+    call = blocks.call_of(m, t, mover, key) if isinstance(t, BlocksMove) else pulls.call_of(m, t, mover, key)
     dst = t.dst if known or t.pulls else None
     return judge_transfer(m.h, m.bed, m.world, t.client, t.server, t.src, dst, call, mover.op,
                           f"{label}: {t.describe()}", clause=clause, bound_extra=FAULT_BOUND_FACTOR * wait_s,

@@ -107,10 +107,12 @@ def opening_pulls(m: HistoryMachine, data: Any, movers: list[Mover],
             judge_pull(m, found, mover, f"{label}, {what} {i}")
 
 
-def plan_pull(m: HistoryMachine, data: Any, mover: Mover) -> Pull | None:
-    """A transfer valid in every respect (:func:`.movers.choose_pair`; a pull's new destination open to remote
-    access as drawn, a push's open) and its entries."""
-    got = choose_pair(m, data, mover, "pull", dst_accessible=None if mover.op.pulls else True)
+def plan_pull(m: HistoryMachine, data: Any, mover: Mover, *, link: tuple[int, int] | None = None,
+              keep_link: bool = False) -> Pull | None:
+    """A transfer valid in every respect (:func:`.movers.choose_pair`, over ``link`` where given, ``keep_link``; a
+    pull's new destination open to remote access as drawn, a push's open) and its entries."""
+    got = choose_pair(m, data, mover, "pull", dst_accessible=None if mover.op.pulls else True, link=link,
+                      keep_link=keep_link)
     return None if got is None else pull_between(m, data, *got, mover)
 
 
