@@ -23,8 +23,15 @@ from .steps import STEPS
 TIMEOUT_SLACK_S = 2.0
 #: a hung push under an injected fault counts as one after this many times the delay and the timeout
 FAULT_BOUND_FACTOR = 4
-#: extra wait after an injected delay has passed before the destination is read (a late write must be seen)
+#: extra wait after an injected fault's delay has passed before the destination is read (a late write must be
+#: seen). A call under no fault is read at once: a push is synchronous, so what it has not written when it returns
+#: is missing there, and a stray write after it returns lands in memory the histories check after every push
 SETTLE_S = 0.05
+
+
+def settled_at(started: float, faults: tuple[Fault, ...]) -> float:
+    """When the destination of a call that started at ``started`` under ``faults`` may be read (0: at once)."""
+    return started + sum(f.seconds or 0.0 for f in faults) + SETTLE_S if faults else 0.0
 
 
 @procedure("call", case_items)
@@ -52,7 +59,8 @@ def run_call(run: RunContext, clause: Clause, item: Item) -> None:
         outcome = tb.push(push, bound=per_call_bound(run, extra=extra))
         if scenario.faults and outcome.exc is not None and isinstance(case.expect, Raises):
             raised_in_time(tb, push, outcome, budget, clause.id, case.name)
-        judge(tb, push, outcome, case.expect, clause.id, case.name, settle_until=outcome.started + delay + SETTLE_S)
+        judge(tb, push, outcome, case.expect, clause.id, case.name,
+              settle_until=settled_at(outcome.started, scenario.faults))
 
 
 def refused_first(run: RunContext, tb: Testbed, first: FirstPush) -> None:
@@ -67,8 +75,8 @@ def refused_first(run: RunContext, tb: Testbed, first: FirstPush) -> None:
     outcome = tb.push(push, bound=per_call_bound(run, extra=extra))
     if outcome.exc is None or outcome.hung:
         raise HarnessError("the case's first push (which must be refused)", f"{outcome.describe()}: {push.code}")
-    settle = outcome.started + delay + SETTLE_S - time.monotonic()
-    if settle > 0:
+    settle = settled_at(outcome.started, faults) - time.monotonic()
+    if faults and settle > 0:
         time.sleep(settle)  # a late write of the refused push lands before the call under test, not during it
     for fault in faults:
         tb.inject(Fault("clear", fault.node))
