@@ -83,17 +83,30 @@ def certify(args: Sequence[str]) -> int:
 
     if any(a in ("-h", "--help") for a in args):
         return certify_help()
-    from .cli.family_run import RESULT_ENV, family_asked, record_result, run_family
+    from .cli.family_processes import READY_ENV, RESULT_ENV
+    from .cli.family_run import family_asked, record_result, run_family
 
     if family_asked(args):
         return run_family(args)
-    # one operation's run in a family's: it says what it decided in this file (and not to processes it starts)
+    # one operation's run in a family's: it says what it decided in this file, and on this pipe that its arguments
+    # are checked (and neither to the processes it starts)
     result_file = os.environ.pop(RESULT_ENV, None)
-    result = exitcodes.RunResult()  # the plugin fills it in: the kit's own exit code, beside pytest's
+    result = exitcodes.RunResult(ready_fd=_ready_fd(os.environ.pop(READY_ENV, None)))
     code = _certify_one(str(Path(conformance_tests.__file__).resolve().parent.parent), args, result)
     if result_file is not None:
         record_result(result_file, code, result)
     return code
+
+
+def _ready_fd(given: str | None) -> int | None:
+    """The family's pipe, kept from the processes this run starts."""
+    if given is None or not given.isdigit():
+        return None
+    try:
+        os.set_inheritable(int(given), False)
+    except OSError:
+        return None
+    return int(given)
 
 
 def _certify_one(root: str, args: Sequence[str], result: exitcodes.RunResult) -> int:

@@ -68,6 +68,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Finish(state, signals), "push_cache_finish")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """Every input is checked and the session has started: from here an interrupt ends the run with its report,
+    so a family's run may start the next operation's and pass a signal on (cli/family_processes.py)."""
+    state = session.config.stash.get(STATE, None)
+    if state is not None:
+        state.result.session_begun()
+
+
 @pytest.fixture
 def run_context(request: pytest.FixtureRequest) -> RunContext:
     """The run's context (backend, spec, release, deadlines, counters) for the suite's tests."""

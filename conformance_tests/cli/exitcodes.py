@@ -10,6 +10,7 @@ blocking failure exits 1: a defect found is a defect, however few tests ran.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -100,3 +101,16 @@ class RunResult:
     report_dir: str | None = None
     #: the backend's name as its report folders are named from it (a family names its own folder after it)
     backend_name: str | None = None
+    #: in a family's run: the pipe on which to say that the session has begun (cli/family_processes.py)
+    ready_fd: int | None = None
+
+    def session_begun(self) -> None:
+        """Every input is checked (a refused one is a usage error before this) and an interrupt from here on ends
+        the run with its report: say so once, where asked."""
+        fd, self.ready_fd = self.ready_fd, None
+        if fd is not None:
+            try:
+                os.write(fd, b"1")
+                os.close(fd)
+            except OSError:
+                pass  # the family then waits for this run's end before it starts another

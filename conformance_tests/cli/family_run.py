@@ -30,19 +30,14 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-import os
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from . import exitcodes
+from .family_processes import DEFAULT_JOBS, Ended, Stopping, run_at_once
 
 #: the exit codes from the most severe to the least (exitcodes' docstring: its precedence)
 PRECEDENCE = (exitcodes.USAGE_ERROR, exitcodes.ADAPTER_ERROR, exitcodes.INTERNAL_ERROR, exitcodes.NOT_CERTIFIED,
@@ -52,9 +47,6 @@ FAMILY_VERSION = 2
 #: what a family's report folder adds after the backend's name, where an operation's adds its name
 FAMILY_TAG = "family"
 ALL = "all"
-#: the environment variable naming the file where a family's certify process writes what it decided (exit code,
-#: report folder, backend name): the family reads it instead of guessing where the process wrote
-RESULT_ENV = "PUSH_CACHE_FAMILY_RESULT"
 PROG = "push-cache-kit certify"
 
 
@@ -70,13 +62,15 @@ class Asked:
     spec: str | None
     no_reports: bool
     rest: list[str]
+    #: --jobs as given (operations certified at once)
+    jobs: str | None = None
 
 
 def _split(args: Sequence[str]) -> Asked:
     """What ``args`` ask for, as certify takes them (``--operation X`` or ``--operation=X``, repeatable)."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--operation", action="append", default=[])
-    for flag in ("--report-dir", "--clauses", "--spec-version", "--failed-from"):
+    for flag in ("--report-dir", "--clauses", "--spec-version", "--failed-from", "--jobs"):
         parser.add_argument(flag, default=None)
     # read, not taken: a run against a spec file of its own is one operation's, and --no-reports goes to each
     known, rest = parser.parse_known_args(list(args))
@@ -85,7 +79,16 @@ def _split(args: Sequence[str]) -> Asked:
     spec.add_argument("--no-reports", action="store_true")
     seen, _ = spec.parse_known_args(rest)
     return Asked(list(known.operation), known.report_dir, known.clauses, known.spec_version, known.failed_from,
-                 seen.spec, seen.no_reports, rest)
+                 seen.spec, seen.no_reports, rest, known.jobs)
+
+
+def _jobs(given: str | None) -> int:
+    """``--jobs N``: how many operations are certified at once, 1 or more (a Refused otherwise)."""
+    if given is None:
+        return DEFAULT_JOBS
+    if not given.isdigit() or int(given) < 1:
+        raise Refused(f"--jobs {given!r}: the number of operations certified at once, 1 or more")
+    return int(given)
 
 
 def family_asked(args: Sequence[str]) -> bool:
@@ -124,6 +127,8 @@ class Plan:
     steps: list[Step]
     asked: Asked
     release_tag: str | None = None
+    #: operations certified at once
+    jobs: int = DEFAULT_JOBS
 
 
 def _globs_by_operation(clauses: str, ops: Sequence[str]) -> dict[str, list[str]]:
@@ -169,6 +174,7 @@ def plan(args: Sequence[str]) -> Plan:
     from ..spec import specified_operations
 
     asked = _split(args)
+    jobs = _jobs(asked.jobs)
     known = specified_operations()
     ops = list(known) if not asked.operations or ALL in asked.operations else list(dict.fromkeys(asked.operations))
     unknown = [op for op in ops if op not in known]
@@ -177,7 +183,7 @@ def plan(args: Sequence[str]) -> Plan:
     if asked.spec is not None:
         raise Refused(f"--spec {asked.spec} is one operation's spec: give it with one --operation, or leave it out")
     steps = {op: Step(op, ["--operation", op]) for op in ops}
-    out = Plan(list(steps.values()), asked)
+    out = Plan(list(steps.values()), asked, jobs=jobs)
 
     def leave_out(op: str, why: str, narrowed: bool) -> None:
         if steps[op].not_run is None:  # the first reason stands
@@ -217,40 +223,8 @@ def plan(args: Sequence[str]) -> Plan:
     return out
 
 
-class Stopping:
-    """The signals that end a family's run, while it runs: SIGTERM and SIGHUP (what CI, ``timeout`` and a closed
-    terminal send) are passed on to the operation's run in progress, which ends as on Ctrl-C (its partial report
-    written; a second one it ignores); Ctrl-C is not passed on, since the terminal sends it to that run too. Either
-    way no further operation starts."""
-
-    FORWARDED = (signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> Stopping:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, *self.FORWARDED):
-                self._previous[sig] = signal.signal(sig, self._received)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-    def _received(self, signum: int, _frame: FrameType | None) -> None:
-        self.signum = self.signum or signum
-        if signum in self.FORWARDED and self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signum)
-
-    def why(self) -> str:
-        return f"the run was stopped ({signal.Signals(self.signum or signal.SIGINT).name}) before it started"
-
-
 def run_family(args: Sequence[str]) -> int:
-    """Certify each operation in turn; print and write the verdict of each and the family's."""
+    """Certify the operations, ``--jobs`` at a time; print and write the verdict of each and the family's."""
     try:
         family_plan = plan(args)
     except Refused as exc:
@@ -259,30 +233,36 @@ def run_family(args: Sequence[str]) -> int:
     asked = family_plan.asked
     base = Path(asked.report_dir) if asked.report_dir is not None else None
     to_run = [s for s in family_plan.steps if s.not_run is None]
+
+    def heading(index: int) -> str | None:
+        # the first operation's run starts without a line of the family's: arguments it refuses are then the one
+        # line it prints, as a run of one operation says them (README: a bad option is one line)
+        return None if index == 0 else f"== certify --operation {to_run[index].operation} ({index + 1} of {len(to_run)})"
+
+    argvs = [[sys.executable, "-m", "conformance_tests", "certify", *step.args,
+              *(["--report-dir", str(base / step.operation)] if base is not None else []), *asked.rest]
+             for step in to_run]
+    with Stopping() as stopping:
+        ended = dict(zip((s.operation for s in to_run), run_at_once(argvs, family_plan.jobs, stopping, heading),
+                         strict=True))
+    first = ended[to_run[0].operation]
+    if first is not None and first.code == exitcodes.USAGE_ERROR:
+        return exitcodes.USAGE_ERROR  # its one line said why; nothing ran, nothing is written
     rows: list[dict[str, Any]] = []
     backend = None
     family_partial = any(s.narrowed for s in family_plan.steps)
-    with Stopping() as stopping:
-        for step in family_plan.steps:
-            if step.not_run is None and stopping.signum is not None:
-                step.not_run, family_partial = stopping.why(), True
-            if step.not_run is not None:
-                rows.append({"operation": step.operation, "exit_code": None, "verdict": None, "report": None,
-                             "not_run": step.not_run})
-                continue
-            first = step is to_run[0]
-            if not first:
-                # the first operation's run starts without a line of the family's: arguments it refuses are then
-                # the one line it prints, as a run of one operation says them (README: a bad option is one line)
-                print(f"== certify --operation {step.operation} ({to_run.index(step) + 1} of {len(to_run)})",
-                      flush=True)
-            out = base / step.operation if base is not None else None
-            row, name, partial = _certify_one(step, out, asked.rest, stopping)
-            if first and row["exit_code"] == exitcodes.USAGE_ERROR:
-                return exitcodes.USAGE_ERROR  # its one line said why; nothing ran, nothing is written
-            rows.append(row)
-            backend = backend or name
-            family_partial = family_partial or partial
+    for step in family_plan.steps:
+        result = ended.get(step.operation)
+        if step.not_run is None and result is None:
+            step.not_run, family_partial = stopping.why(), True
+        if step.not_run is not None or result is None:
+            rows.append({"operation": step.operation, "exit_code": None, "verdict": None, "report": None,
+                         "not_run": step.not_run})
+            continue
+        row, partial = _row(step, result)
+        rows.append(row)
+        backend = backend or result.said.get("backend")
+        family_partial = family_partial or partial
     code = most_severe([r["exit_code"] for r in rows if r["exit_code"] is not None])
     family = {"family_version": FAMILY_VERSION, "exit_code": code, "verdict": exitcodes.BY_CODE[code].name,
               "operations": rows}
@@ -323,25 +303,11 @@ def _shown(path: Path) -> str:
     return shown_path(path)
 
 
-def _certify_one(step: Step, out: Path | None, rest: Sequence[str],
-                 stopping: Stopping) -> tuple[dict[str, Any], str | None, bool]:
-    """Run one operation's certify process: its row of family.json, the backend's name as its run knew it, and
-    whether its run was partial (so is a run that wrote no report)."""
-    argv = [sys.executable, "-m", "conformance_tests", "certify", *step.args,
-            *(["--report-dir", str(out)] if out is not None else []), *rest]
-    fd, result_path = tempfile.mkstemp(prefix="push-cache-family-", suffix=".json")
-    os.close(fd)
-    try:
-        stopping.proc = subprocess.Popen(argv, env={**os.environ, RESULT_ENV: result_path})
-        code = stopping.proc.wait()
-        try:
-            said = json.loads(Path(result_path).read_text(encoding="utf-8") or "{}")
-        except (OSError, ValueError):
-            said = {}
-    finally:
-        Path(result_path).unlink(missing_ok=True)
-    folder = said.get("report_dir")
-    report = Path(folder) / "report.json" if folder else None
+def _row(step: Step, result: Ended) -> tuple[dict[str, Any], bool]:
+    """An operation's row of family.json from what its certify process decided, and whether its run was partial
+    (so is a run that wrote no report)."""
+    folder = result.said.get("report_dir")
+    report = Path(folder) / "report.json" if isinstance(folder, str) else None
     verdict, partial = None, True
     if report is not None and report.is_file():
         try:
@@ -351,13 +317,13 @@ def _certify_one(step: Step, out: Path | None, rest: Sequence[str],
             pass
     else:
         report = None
-    row = {"operation": step.operation, "exit_code": code, "verdict": verdict,
+    row = {"operation": step.operation, "exit_code": result.code, "verdict": verdict,
            "report": _shown(report) if report is not None else None, "not_run": None}
-    return row, said.get("backend"), partial
+    return row, partial
 
 
 def record_result(path: str, code: int, result: exitcodes.RunResult) -> None:
-    """In an operation's certify process: write what the family reads (see RESULT_ENV)."""
+    """In an operation's certify process: write what the family reads (family_processes.RESULT_ENV)."""
     try:
         Path(path).write_text(json.dumps({"exit_code": code, "report_dir": result.report_dir,
                                           "backend": result.backend_name}), encoding="utf-8")

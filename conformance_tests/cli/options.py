@@ -9,6 +9,7 @@ import pytest
 
 from ..running.context import DEFAULT_SHRINK_S
 from ..running.state import DEFAULT_MAX_TIME_S
+from .family_processes import DEFAULT_JOBS
 
 #: The kit's options, as (flags, argparse keyword arguments): pytest_addoption registers them and
 #: ``certify --help`` shows them first.
@@ -25,6 +26,10 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                                  "each operation with a packaged spec is certified in a run of its own and "
                                  "family.json gives each one's verdict and the family's (--clauses, --spec-version "
                                  "and --failed-from then go to the operations they name: docs/family.md)")),
+    (("--jobs",), dict(dest="pc_jobs", default=None, metavar="N",
+                       help=f"how many operations of the family are certified at once, each in its own process "
+                            f"(default {DEFAULT_JOBS}; 1: one after another); the console shows them in the "
+                            "family's order. A run of one operation ignores it")),
     (("--spec-version",), dict(default=None, metavar="NAME",
                                help="spec release to certify against (default: the newest release the backend "
                                     "declares)")),

@@ -176,26 +176,49 @@ def test_one_operation_failing_fails_the_family(tmp_path):
     assert code == exitcodes.NOT_CERTIFIED and family["verdict"] == "NOT_CERTIFIED"
 
 
-def test_sigterm_ends_the_operation_in_progress_and_starts_no_other(tmp_path):
-    """What CI and ``timeout`` send reaches the operation's own run, which writes its partial report; the family
-    then records the operations it did not start and is partial."""
+def _stopped_at_first_test(cwd: Path, *args: str) -> tuple[int, str]:
+    """A family run sent SIGTERM as push_cache's first test ends: its exit code and what it printed."""
     # unbuffered: the progress dots come as push_cache's tests end (a stop before its tests start is no test of this)
     env = {k: v for k, v in os.environ.items() if k != "PUSH_CACHE_BACKEND"} | {"PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "conformance_tests", "certify", "-q", "-p", "no:warnings",
-                             "--clauses", "push_cache.data.*,push_blocks.data.*", "--report-dir", "out"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             "--clauses", "push_cache.data.*,push_blocks.data.*", "--report-dir", "out", *args],
+                            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     seen, deadline = "\n", time.monotonic() + 120
     while not seen.endswith("\n.") and time.monotonic() < deadline and proc.poll() is None:
         seen += proc.stdout.read(1)  # the first test's dot, at the start of a line (-q shows nothing before)
     proc.send_signal(signal.SIGTERM)
     out = seen + proc.communicate(timeout=120)[0]
-    assert proc.returncode == exitcodes.PARTIAL, out[-2000:]
+    return proc.returncode, out
+
+
+def test_sigterm_ends_the_operation_in_progress_and_starts_no_other(tmp_path):
+    """What CI and ``timeout`` send reaches the operation's own run, which writes its partial report; the family
+    then records the operations it did not start and is partial (one operation at a time: --jobs 1)."""
+    code, out = _stopped_at_first_test(tmp_path, "--jobs", "1")
+    assert code == exitcodes.PARTIAL, out[-2000:]
     family = _family(tmp_path / "out" / "family.json")
     rows = {r["operation"]: r for r in family["operations"]}
     report = _report(tmp_path, rows["push_cache"])
     assert "SIGTERM received" in (report["completeness"]["interrupted"] or ""), report["completeness"]
     assert rows["push_blocks"]["not_run"] == "the run was stopped (SIGTERM) before it started", rows
+
+
+def test_sigterm_reaches_every_operation_in_progress(tmp_path):
+    """Two at once (the default): push_blocks's run started once push_cache's had begun its session, so both are
+    in progress at push_cache's first test. Each gets the signal (push_blocks's once its session has begun, so it
+    is never stopped unreported) and writes a partial report that says so; the console still shows push_cache's run
+    before push_blocks's."""
+    code, out = _stopped_at_first_test(tmp_path)
+    assert code == exitcodes.PARTIAL, out[-2000:]
+    family = _family(tmp_path / "out" / "family.json")
+    rows = {r["operation"]: r for r in family["operations"]}
+    for op in ("push_cache", "push_blocks"):
+        assert rows[op]["exit_code"] == exitcodes.PARTIAL and rows[op]["report"] is not None, rows
+        report = _report(tmp_path, rows[op])
+        assert "SIGTERM received" in (report["completeness"]["interrupted"] or ""), (op, report["completeness"])
+    assert out.index("push_cache conformance") < out.index("== certify --operation push_blocks (2 of 2)") \
+        < out.index("push_blocks conformance") < out.index("family verdict: PARTIAL"), out[-3000:]
 
 
 def test_verify_runs_a_report_recorded_without_an_operation_as_its_operation_alone(default_run, tmp_path):
