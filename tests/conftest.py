@@ -1,4 +1,5 @@
-"""Self-test session: keep a module marked ``pytestmark = pytest.mark.xdist_group(NAME)`` on one pytest-xdist worker.
+"""Self-test session: keep a module marked ``pytestmark = pytest.mark.xdist_group(NAME)`` on one pytest-xdist worker,
+and start the tests marked ``starts_first`` first.
 
 A module whose module fixture makes full certification runs must run on one worker, or each worker makes the
 runs again. ``--dist loadgroup`` should do that, but pytest-xdist 3.8 marks the group by rewriting
@@ -43,3 +44,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return f"group:{group}" if group is not None else str(super()._split_scope(nodeid))
 
     return ModuleGroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``starts_first`` (minutes each) first, in their order: under ``--dist loadgroup`` the first
+    work units go one to each worker, so two such tests run side by side from the start instead of one of them
+    starting last and running alone at the end (tox -e nixl)."""
+    items.sort(key=lambda item: item.get_closest_marker("starts_first") is None)

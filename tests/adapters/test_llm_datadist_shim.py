@@ -54,6 +54,7 @@ SESSIONS_END_S = 10
 
 
 @needs_nixl
+@pytest.mark.starts_first
 def test_llm_datadist_with_nodes_on_two_ssh_hosts_is_certified(shim_path: Path, tmp_path: Path) -> None:
     """The whole suite, certify profile, as a vendor with two hosts runs it: ``--backend llm_datadist`` (the
     vendor's public API only), every node in a process on one of two other hosts reached over SSH (execnet
@@ -88,6 +89,7 @@ SIBLINGS = ("push_blocks", "pull_cache", "pull_blocks")
 
 
 @needs_nixl
+@pytest.mark.starts_first
 def test_the_siblings_through_llm_datadist_on_two_ssh_hosts_are_certified(shim_path: Path, tmp_path: Path) -> None:
     """push_blocks, pull_cache and pull_blocks through the same adapter as a vendor runs it (``--backend
     llm_datadist``, the vendor's public API only, every node a process on one of two SSH hosts, bytes over NIXL):
