@@ -126,8 +126,10 @@ class NodeMemory:
     def view(self, addr: int, nbytes: int) -> np.ndarray:
         """A view in whichever space holds the address."""
         for space in (self.device, self.host):
-            if space.contains(addr, nbytes):
-                return space.view(addr, nbytes)
+            seg = space.find(addr, nbytes)  # once per space: every tensor the kit reads or writes comes here
+            if seg is not None:
+                off = addr - seg.base
+                return seg.data[off:off + nbytes]
         raise AddressError(f"[{addr:#x}, +{nbytes}) is not inside this node's memory")
 
     def view_upto(self, addr: int, nbytes: int) -> np.ndarray:

@@ -51,9 +51,9 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                            help=f"overall time budget (default {DEFAULT_MAX_TIME_S:.0f}s): once spent, the tests "
                                 "not yet started are recorded as not run and the run is PARTIAL (0: no budget)")),
     (("--shrink-time",), dict(dest="shrink_time", type=float, default=DEFAULT_SHRINK_S, metavar="SECONDS",
-                              help=f"how long a failing history of the stateful suite may be shrunk to a shorter one "
-                                   f"before it is reported (default {DEFAULT_SHRINK_S:.0f}s; 0: reported as it "
-                                   "failed)")),
+                              help=f"how long a failing example stream (a history of the stateful suite, or a "
+                                   f"clause's drawn examples) may be shrunk to a smaller example before it is "
+                                   f"reported (default {DEFAULT_SHRINK_S:.0f}s; 0: reported as it failed)")),
     (("--clauses",), dict(default="", metavar="GLOBS",
                           help="run only the tests of clauses matching these comma-separated globs "
                                "(e.g. 'push_cache.data.*,push_cache.safety.guard_bytes'); the run is PARTIAL")),

@@ -87,4 +87,4 @@ def run_invalid(run: RunContext, clause: Clause, item: Item) -> None:
         run.counters.coverage |= rule_keys(run.spec, [stream.rule])
         push_layout(run, clause, layout, expectation, str(layout))
 
-    run_stream(clause.id, item.key, item.examples, broken(), body)
+    run_stream(run, clause.id, item.key, item.examples, broken(), body)

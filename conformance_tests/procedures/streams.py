@@ -4,11 +4,12 @@ key under the derandomized profiles, so renaming a title or a case changes no ex
 
 from __future__ import annotations
 
+import contextlib
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from hypothesis import given, seed, settings
+from hypothesis import Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from ..inputs import block_strategies, strategies
@@ -46,20 +47,39 @@ def examples(run: RunContext, kind: str) -> int:
     return max(1, n * _profile().max_examples // CERTIFY_EXAMPLES)
 
 
-def run_stream(clause_id: str, key: str, count: int, strategy: st.SearchStrategy[Any],
+def run_stream(run: RunContext, clause_id: str, key: str, count: int, strategy: st.SearchStrategy[Any],
                body: Callable[[Any], None]) -> None:
     """Run ``body`` over ``count`` examples of a hypothesis stream of its own (its seed fixed under the
-    derandomized profiles)."""
+    derandomized profiles); a failing example is shrunk within the run's --shrink-time (0: reported as found)."""
     __tracebackhide__ = True
+    phases = [p for p in _profile().phases if run.shrink_s > 0 or p is not Phase.shrink]
 
-    @settings(max_examples=count)
+    @settings(max_examples=count, phases=phases)
     @given(strategy)
     def stream(example: Any) -> None:
         body(example)
 
     if _profile().derandomize:
         stream = seed(stream_seed(clause_id, key))(stream)
-    stream()
+    with shrinking_within(run.shrink_s):
+        stream()
+
+
+@contextlib.contextmanager
+def shrinking_within(seconds: float) -> Iterator[None]:
+    """Hypothesis stops shrinking after ``seconds`` (where its engine has the bound; otherwise its own): it has no
+    setting for it, the bound is its engine's constant, lowered for the run and restored after it."""
+    from hypothesis.internal.conjecture import engine
+
+    previous = getattr(engine, "MAX_SHRINKING_SECONDS", None)
+    if not isinstance(previous, int | float):
+        yield
+        return
+    engine.MAX_SHRINKING_SECONDS = int(min(previous, seconds))
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = int(previous)
 
 
 def _layout_items(run: RunContext, clause: Clause) -> list[Item]:
@@ -95,7 +115,7 @@ def run_random_layouts(run: RunContext, clause: Clause, item: Item) -> None:
     def body(layout: strategies.Layout) -> None:
         push_layout(run, clause, layout, expectation, str(layout))
 
-    run_stream(clause.id, item.key, item.examples, LAYOUTS[run.spec.operation.unit](dom, **kw), body)
+    run_stream(run, clause.id, item.key, item.examples, LAYOUTS[run.spec.operation.unit](dom, **kw), body)
 
 
 def push_layout(run: RunContext, clause: Clause, layout: strategies.Layout, expectation: Expectation,

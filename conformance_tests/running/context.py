@@ -54,7 +54,7 @@ class RunContext:
     spec: Spec  # every release
     release: str
     timeout: float | None = None  # the per-test pytest-timeout bound (--timeout), if any
-    shrink_s: float = DEFAULT_SHRINK_S  # how long a failing history may shrink (--shrink-time)
+    shrink_s: float = DEFAULT_SHRINK_S  # how long a failing stream may shrink (--shrink-time)
     deadlines: Deadlines = field(default_factory=Deadlines)
     counters: Counters = field(default_factory=Counters)
     #: the testbed the running test opened last: its call log is the test's reproduction

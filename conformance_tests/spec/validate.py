@@ -36,10 +36,10 @@ def validate(file: pathlib.Path, raw: Any) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
+    # the packaged schema's own validity is a self-test's (tests/spec/test_packaged_spec.py), not every run's:
+    # checking it against the metaschema took a fifth of a certify process's start
     document = schema()
-    cls = jsonschema.validators.validator_for(document)
-    cls.check_schema(document)
-    return cls(document)
+    return jsonschema.validators.validator_for(document)(document)
 
 
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",

@@ -15,9 +15,7 @@ clauses are covered by it; a failure names the one clause whose promise broke (`
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,7 +31,7 @@ from ...spec.paths import schema_enum
 from ...testbed.testbed import missing_capabilities
 from ..common import require
 from ..registry import Item, procedure
-from ..streams import examples, stream_seed
+from ..streams import examples, shrinking_within, stream_seed
 from .draws import fits
 from .machine import SITUATIONS, machine_for
 from .pushes import HistoryRun
@@ -46,21 +44,6 @@ __all__ = ["SITUATIONS"]
 #: call long before
 SECONDS_PER_HISTORY = 30
 SECONDS_PER_LONG_RUN_PUSH = 0.3
-@contextlib.contextmanager
-def shrinking_within(seconds: float) -> Iterator[None]:
-    """Hypothesis stops shrinking after ``seconds`` (where its engine has the bound; otherwise its own): it has no
-    setting for it, the bound is its engine's constant, lowered for the run and restored after it."""
-    from hypothesis.internal.conjecture import engine
-
-    previous = getattr(engine, "MAX_SHRINKING_SECONDS", None)
-    if not isinstance(previous, int | float):
-        yield
-        return
-    engine.MAX_SHRINKING_SECONDS = int(min(previous, seconds))
-    try:
-        yield
-    finally:
-        engine.MAX_SHRINKING_SECONDS = int(previous)
 #: the situation whose clause says what a push that took longer than sync_kv_timeout may do
 OVERTIME = "delay_over_layers"
 #: the levels whose promises histories judge (a should clause's exact status is a compatibility matter)
