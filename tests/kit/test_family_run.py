@@ -110,6 +110,10 @@ def test_clauses_go_to_their_operation_and_one_named_by_none_is_not_run(default_
     (("--spec-version", "7.0.0"), "--spec-version 7.0.0: not a release of any operation's spec; known: push_cache: "),
     (("--no-such-option",), "unrecognized arguments: --no-such-option"),
     (("--operation", "push_blocks", "--operation", "pull_nothing"), "--operation 'pull_nothing': no packaged spec"),
+    (("--jobs", "0"), "--jobs '0': the number of operations certified at once, 1 or more"),
+    (("--jobs", "two"), "--jobs 'two': the number of operations certified at once, 1 or more"),
+    # refused by the first operation's run: the others start only once its session has begun
+    (("--backend", "no_such_backend_module"), "backend 'no_such_backend_module': not an entry point"),
 ])
 def test_arguments_no_operation_can_run_are_one_line_and_exit_2(tmp_path, args, said):
     code, out = _certify(tmp_path, *args)
