@@ -261,6 +261,9 @@ def test_a_later_clusters_link_keeps_the_peer_loaded_until_the_server_deregister
             src = client.cache_manager.allocate_cache(_desc(api))
             dst = server.cache_manager.allocate_cache(_desc(api))
             data = fill_random(client, src, seed=raw_buffers)
+            # the link's data path is up (stats waits for it): the push below is not its set-up race, which a loaded
+            # machine (CI's parallel group) lost once within the push's 300 ms
+            client.stats()
             client.cache_manager.push_cache(api.CacheKeyByIdAndIndex(2, dst.cache_id, 0), src)
             half = dst.cache_desc.size // 2
             assert all(np.array_equal(g[:half], d[:half]) for g, d in zip(snapshot(server, dst), data, strict=True))
