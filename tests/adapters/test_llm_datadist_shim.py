@@ -98,9 +98,13 @@ def test_the_siblings_through_llm_datadist_on_two_ssh_hosts_are_certified(shim_p
     with ssh_servers(tmp_path / "ssh", env={"PYTHONPATH": f"{shim_path}:{ROOT}"}) as servers:
         config = tmp_path / "nodehost.yaml"
         config.write_text("hosts:\n" + "".join(f"  - '{h}'\n" for h in servers.hosts))
-        proc = certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "family"), isolation=(),
-                       operation=[a for op in SIBLINGS for a in ("--operation", op)], pythonpath=[shim_path],
-                       timeout=1500, env={"NODEHOST_CONFIG": str(config)})
+        # one operation at a time: beside the push_cache certification across the same two hosts, two at once
+        # loaded the machine until pull_cache's model_scale stream (1 ms per layer) drew differently on a replay
+        # (FlakyStrategyDefinition): whether a pull timed out, and so whether its link was made again before the
+        # next one, is timing there (the note of issue 30 says what is left to make those draws timing-free)
+        proc = certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "family"), "--jobs", "1",
+                       isolation=(), operation=[a for op in SIBLINGS for a in ("--operation", op)],
+                       pythonpath=[shim_path], timeout=1500, env={"NODEHOST_CONFIG": str(config)})
     out = proc.stdout + proc.stderr
     family = json.loads((tmp_path / "family" / "family.json").read_text())
     verdicts = {row["operation"]: row["verdict"] for row in family["operations"]}
