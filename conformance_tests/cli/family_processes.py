@@ -1,7 +1,7 @@
 """The family's certify processes, ``--jobs`` at a time, their output shown as a run of one after another shows it.
 
-Each operation's run is a process of its own (one spec, one report). Several run at once, since a run spends much
-of its time waiting (injected delays, timeouts, node processes); the console still reads in the family's order:
+Each operation's run is a process of its own (one spec, one report). Several run at once, since a run keeps about
+one core busy and waits on timeouts, injected delays and node processes; the console still reads in the family's order:
 the operation in front is shown live, each one behind it is kept until its turn and then shown whole, after the
 line that names it.
 
