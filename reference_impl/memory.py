@@ -49,6 +49,12 @@ class Segment:
         return self.base + self.data.size
 
 
+def _within(seg: Segment, addr: int, nbytes: int) -> np.ndarray:
+    """The view of ``[addr, addr + nbytes)`` in ``seg``, which holds it."""
+    off = addr - seg.base
+    return seg.data[off:off + nbytes]
+
+
 class MemorySpace:
     """One placement's memory on one node: segments allocated by a bump pointer, never reused."""
 
@@ -94,8 +100,7 @@ class MemorySpace:
         seg = self.find(addr, nbytes)
         if seg is None:
             raise AddressError(f"[{addr:#x}, +{nbytes}) is not inside {self.placement.name} memory")
-        off = addr - seg.base
-        return seg.data[off:off + nbytes]
+        return _within(seg, addr, nbytes)
 
     def view_upto(self, addr: int, nbytes: int) -> np.ndarray:
         """A writable view of ``[addr, addr + nbytes)`` cut at the end of the segment holding ``addr``: what
@@ -128,8 +133,7 @@ class NodeMemory:
         for space in (self.device, self.host):
             seg = space.find(addr, nbytes)  # once per space: every tensor the kit reads or writes comes here
             if seg is not None:
-                off = addr - seg.base
-                return seg.data[off:off + nbytes]
+                return _within(seg, addr, nbytes)
         raise AddressError(f"[{addr:#x}, +{nbytes}) is not inside this node's memory")
 
     def view_upto(self, addr: int, nbytes: int) -> np.ndarray:

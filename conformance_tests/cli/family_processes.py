@@ -156,7 +156,6 @@ class Shown:
         self.heading = heading
         self.front = 0
         self.started: set[int] = set()
-        self.headed: set[int] = set()
         self.kept: dict[int, list[tuple[int, bytes]]] = {}
 
     def start(self, index: int) -> None:
@@ -178,9 +177,7 @@ class Shown:
                 self._turn(self.front)
 
     def _turn(self, index: int) -> None:
-        if index in self.headed:
-            return
-        self.headed.add(index)
+        # once per operation: it becomes the front once, and is shown then if started, else when it starts
         line = self.heading(index)
         if line:
             _write(1, (line + "\n").encode())
@@ -208,8 +205,8 @@ def run_at_once(argvs: Sequence[list[str]], jobs: int, stopping: Stopping,
     gate_open = False  # the first run's session has begun, or it ended refusing none of its arguments
 
     def start_more() -> None:
-        while waiting and stopping.signum is None and len(running) < max(1, jobs) and (gate_open or not running
-                                                                                       and not done):
+        # the first run alone until its session has begun (or it ended without refusing its arguments)
+        while waiting and stopping.signum is None and len(running) < jobs and (gate_open or waiting[0] == 0):
             index = waiting.pop(0)
             runs[index].start()
             running.add(index)
