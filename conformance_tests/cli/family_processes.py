@@ -137,15 +137,17 @@ class OperationProcess:
         assert self.proc is not None
         self.events.put((self.index, "ended", 0, self.proc.wait()))
 
-    def finish(self, code: int) -> Ended:
+    def finish(self, code: int, stopped: bool) -> Ended:
         try:
             said = json.loads(Path(self._result_path).read_text(encoding="utf-8") or "{}")
         except (OSError, ValueError):
             said = {}
         finally:
             Path(self._result_path).unlink(missing_ok=True)
-        # killed by a signal it could not take (before its handlers were in place, or SIGKILL): no verdict
-        self.ended = Ended(code if code >= 0 else exitcodes.INTERNAL_ERROR, said if isinstance(said, dict) else {})
+        # killed by a signal: one the family's stop passed on ends a stopped run (partial, as its report says where it
+        # wrote one); any other left no verdict
+        killed = exitcodes.PARTIAL if stopped else exitcodes.INTERNAL_ERROR
+        self.ended = Ended(code if code >= 0 else killed, said if isinstance(said, dict) else {})
         return self.ended
 
 
@@ -223,7 +225,7 @@ def run_at_once(argvs: Sequence[list[str]], jobs: int, stopping: Stopping,
                 stopping.can_take(proc)
                 gate_open = gate_open or index == 0
         else:
-            ended = runs[index].finish(int(value))
+            ended = runs[index].finish(int(value), stopped=stopping.signum is not None)
             running.discard(index)
             done.add(index)
             if index == 0 and not gate_open:
