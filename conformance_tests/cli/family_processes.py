@@ -91,6 +91,8 @@ class Ended:
 
     code: int
     said: dict[str, Any] = field(default_factory=dict)
+    #: the signal that killed the process (its name), where one did: its exit code is then the family's reading
+    signal: str | None = None
 
 
 #: an event of a running operation, for the family's one loop: (its index, kind, stream, bytes or exit code)
@@ -147,8 +149,16 @@ class OperationProcess:
         # killed by a signal: one the family's stop passed on ends a stopped run (partial, as its report says where it
         # wrote one); any other left no verdict
         killed = exitcodes.PARTIAL if stopped else exitcodes.INTERNAL_ERROR
-        self.ended = Ended(code if code >= 0 else killed, said if isinstance(said, dict) else {})
+        self.ended = Ended(code if code >= 0 else killed, said if isinstance(said, dict) else {},
+                           None if code >= 0 else _signal_name(-code))
         return self.ended
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 class Shown:

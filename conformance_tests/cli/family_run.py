@@ -319,6 +319,8 @@ def _row(step: Step, result: Ended) -> tuple[dict[str, Any], bool]:
         report = None
     row = {"operation": step.operation, "exit_code": result.code, "verdict": verdict,
            "report": _shown(report) if report is not None else None, "not_run": None}
+    if result.signal is not None:
+        row["killed_by"] = result.signal
     return row, partial
 
 

@@ -214,11 +214,12 @@ def test_sigterm_reaches_every_operation_in_progress(tmp_path):
     is never stopped unreported) and writes a partial report that says so; the console still shows push_cache's run
     before push_blocks's."""
     code, out = _stopped_at_first_test(tmp_path)
-    assert code == exitcodes.PARTIAL, out[-2000:]
     family = _family(tmp_path / "out" / "family.json")
     rows = {r["operation"]: r for r in family["operations"]}
+    # each run's own console (a child's traceback among it) and how each ended (killed_by: a signal)
+    assert code == exitcodes.PARTIAL, (rows, out[-6000:])
     for op in ("push_cache", "push_blocks"):
-        assert rows[op]["exit_code"] == exitcodes.PARTIAL and rows[op]["report"] is not None, rows
+        assert rows[op]["exit_code"] == exitcodes.PARTIAL and rows[op]["report"] is not None, (rows, out[-6000:])
         report = _report(tmp_path, rows[op])
         assert "SIGTERM received" in (report["completeness"]["interrupted"] or ""), (op, report["completeness"])
     assert out.index("push_cache conformance") < out.index("== certify --operation push_blocks (2 of 2)") \
@@ -264,3 +265,25 @@ def test_the_main_job_certifies_every_operation(tmp_path):
     assert family["verdict"] == "CERTIFIED" and family["exit_code"] == exitcodes.CERTIFIED
     push_cache = next(r for r in family["operations"] if r["operation"] == "push_cache")
     assert push_cache["report"].endswith("reports/reference/report.json")  # where the README says it goes
+
+
+@pytest.mark.parametrize(("status", "stopped", "code", "name"), [
+    (-signal.SIGTERM, True, exitcodes.PARTIAL, "SIGTERM"), (-signal.SIGKILL, False, exitcodes.INTERNAL_ERROR, "SIGKILL"),
+    (exitcodes.INTERNAL_ERROR, True, exitcodes.INTERNAL_ERROR, None), (exitcodes.PARTIAL, True, exitcodes.PARTIAL, None)])
+def test_a_run_killed_by_a_signal_is_read_by_the_family_and_its_row_names_the_signal(tmp_path, status, stopped, code,
+                                                                                     name):
+    """A process that exited by itself keeps its code (a 4 is its own); one killed by the signal the family's stop
+    passed on is partial, by any other an internal error; family.json says which signal (killed_by)."""
+    import queue
+
+    from conformance_tests.cli.family_processes import OperationProcess
+    from conformance_tests.cli.family_run import Step, _row
+
+    run = OperationProcess(0, [], queue.Queue())
+    run._result_path = str(tmp_path / "said.json")
+    (tmp_path / "said.json").write_text("{}", encoding="utf-8")
+    ended = run.finish(status, stopped)
+    assert (ended.code, ended.signal) == (code, name)
+    row, _ = _row(Step("push_cache"), ended)
+    assert row.get("killed_by") == name and row["exit_code"] == code
+    jsonschema.validate({"family_version": 2, "exit_code": code, "verdict": "X", "operations": [row]}, SCHEMA)
