@@ -7,9 +7,12 @@ from __future__ import annotations
 import platform
 import signal
 import socket
+import sys
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
@@ -382,6 +385,17 @@ def rerun_line(state: State, config: pytest.Config) -> str | None:
     return rerun_command(cast("Report", state.report), shown_path(written, config.invocation_params.dir))
 
 
+def _without_unnumbered_frames(tb: TracebackType | None) -> None:
+    """Unlink the entries of ``tb`` after its first whose frame has no line number (what a signal can leave on
+    Python 3.11, at an instruction without a location)."""
+    while tb is not None:
+        nxt = tb.tb_next
+        while nxt is not None and nxt.tb_lineno is None:
+            nxt = nxt.tb_next
+        tb.tb_next = nxt
+        tb = nxt
+
+
 def _terminated(signum: int, _frame: Any) -> None:
     for sig in TERMINATING:  # the first one starts the orderly end; a second would break the report it writes
         signal.signal(sig, signal.SIG_IGN)
@@ -422,9 +436,20 @@ class Finish:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         restore_signals(self.signals)
 
-    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Generator[None, None, None]:
+        """The interrupt recorded before any other plugin sees it; and shown by them without ending the run as an
+        internal error: a signal raises at whatever instruction the main thread is at, and on Python 3.11 a frame
+        may then have no line number, which pytest's own traceback display fails on (TypeError)."""
         text = str(excinfo.value).strip()
         self.state.interrupts.append(f"{excinfo.typename}: {text}" if text else excinfo.typename)
+        _without_unnumbered_frames(excinfo.tb)
+        try:
+            return (yield)
+        except Exception as exc:  # noqa: BLE001 - the interrupt is the run's end; its display is not
+            sys.stderr.write(f"push-cache-kit: the interrupt's traceback could not be shown ({type(exc).__name__}: "
+                             f"{exc})\n")
+            return None
 
     def pytest_internalerror(self, excrepr: Any, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.state.result.internal_error = True

@@ -180,17 +180,35 @@ def test_one_operation_failing_fails_the_family(tmp_path):
     assert code == exitcodes.NOT_CERTIFIED and family["verdict"] == "NOT_CERTIFIED"
 
 
-def _stopped_at_first_test(cwd: Path, *args: str) -> tuple[int, str]:
-    """A family run sent SIGTERM as push_cache's first test ends: its exit code and what it printed."""
+def _running(parent: int, operation: str) -> bool:
+    """Whether a child process of ``parent`` certifies ``operation`` now (Linux: read from /proc)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and operation.encode() in argv:
+            return True
+    return False
+
+
+def _stopped_at_first_test(cwd: Path, *args: str, beside: str | None = None) -> tuple[int, str]:
+    """A family run sent SIGTERM as push_cache's first test ends (and, where ``beside`` names an operation, once
+    that operation's run is in progress too: its output is held until push_cache's run ends, and a short run
+    could end before push_cache's first test does): its exit code and what it printed."""
     # unbuffered: the progress dots come as push_cache's tests end (a stop before its tests start is no test of this)
     env = {k: v for k, v in os.environ.items() if k != "PUSH_CACHE_BACKEND"} | {"PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "conformance_tests", "certify", "-q", "-p", "no:warnings",
-                             "--clauses", "push_cache.data.*,push_blocks.data.*", "--report-dir", "out", *args],
+                             "--clauses", "push_cache.data.*,push_blocks.data.*,push_blocks.history.*", "--report-dir", "out", *args],
                             cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     seen, deadline = "\n", time.monotonic() + 120
     while not seen.endswith("\n.") and time.monotonic() < deadline and proc.poll() is None:
         seen += proc.stdout.read(1)  # the first test's dot, at the start of a line (-q shows nothing before)
+    while beside is not None and not _running(proc.pid, beside) and time.monotonic() < deadline \
+            and proc.poll() is None:
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     out = seen + proc.communicate(timeout=120)[0]
     return proc.returncode, out
@@ -213,7 +231,7 @@ def test_sigterm_reaches_every_operation_in_progress(tmp_path):
     in progress at push_cache's first test. Each gets the signal (push_blocks's once its session has begun, so it
     is never stopped unreported) and writes a partial report that says so; the console still shows push_cache's run
     before push_blocks's."""
-    code, out = _stopped_at_first_test(tmp_path)
+    code, out = _stopped_at_first_test(tmp_path, beside="push_blocks")
     family = _family(tmp_path / "out" / "family.json")
     rows = {r["operation"]: r for r in family["operations"]}
     # each run's own console (a child's traceback among it) and how each ended (killed_by: a signal)
