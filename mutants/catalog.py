@@ -887,6 +887,8 @@ class one_link_per_node(CacheManager):
                "push_cache.types.cache_key_by_id_and_index.domains"))
 class cache_id_low_32_bits(CacheManager):
     def _lookup_remote_cache(self, a, server):  # type: ignore[no-untyped-def]
+        if not hasattr(getattr(a, "dst_cache_key", None), "cache_id"):  # push_cache's lookup; the others' as is
+            return super()._lookup_remote_cache(a, server)
         cache_id = a.dst_cache_key.cache_id & 0xFFFF_FFFF
         return server.lookup(cache_id) if cache_id > 0 else server.lookup_by_key(0, 0)
 
@@ -2388,3 +2390,30 @@ class pull_blocks_rank_one_moves_nothing(_shared(pull_rank_one_moves_nothing)): 
         ("pull_blocks.safety.deallocated_destination",))
 class pull_blocks_into_deallocated(_shared(pull_into_deallocated)):  # type: ignore[misc]
     pass
+
+
+# ---------------------------------------------------------------- both kinds of cache on one node (alongside)
+@mutant("numbers a node's blocks caches apart from its contiguous caches (a counter of their own from 1) in the one "
+        "table both are found in: where a node holds both kinds, a blocks cache takes a contiguous cache's id, and a "
+        "push_cache keyed by that id lands in the blocks cache", ("push_cache.history.valid_pushes",),
+        by="histories")
+class numbers_blocks_apart(CacheManager):
+    """Only a node holding both kinds shows it: each kind alone numbers as the reference does (push_cache's clause
+    tests make no blocks cache; its histories make them beside its own, generation.histories.alongside)."""
+
+    def _add(self, cache_desc, **entry):  # type: ignore[no-untyped-def]
+        added = self.engine.add_cache(placement=cache_desc.placement, num_tensors=cache_desc.num_tensors,
+                                      shape=cache_desc.shape, itemsize=cache_desc.data_type.itemsize, **entry)
+        if entry.get("is_blocks"):
+            engine = self.engine
+            with engine.lock:
+                number = getattr(engine, "_blocks_next", 1)
+                engine._blocks_next = number + 1
+                old, added.cache_id = added.cache_id, number
+                del engine.caches[old]
+                engine.caches[number] = added
+                for model, cid in list(engine.blocks_keys.items()):
+                    if cid == old:
+                        engine.blocks_keys[model] = number
+                engine.table_version += 1
+        return self._new_cache(cache_desc, added)

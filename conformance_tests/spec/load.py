@@ -382,7 +382,8 @@ def _histories(raw: Mapping[str, Any] | None, domains: Mapping[str, Bounds]) -> 
     return Histories(_bounds(raw["nodes"]), domains[raw["cluster_id"]["domain"]], domains[raw["cache_id"]["domain"]],
                      _bounds(raw["sync_kv_timeout_ms"]), _bounds(raw["pool_page_shift"]), pool,
                      _bounds(raw["guard_bytes"]), _bounds(raw["repeat"]), frozen(streams), _delays(raw["delays"]),
-                     models, raw.get("overtime"), raw.get("companion"))
+                     models, raw.get("overtime"), raw.get("companion"),
+                     tuple(str(a) for a in raw.get("alongside") or ()))
 
 
 def _delays(raw: Mapping[str, Any]) -> Delays:

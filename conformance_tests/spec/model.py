@@ -484,6 +484,8 @@ class Histories:
     overtime: str | None = None
     #: the family operation the histories mix in, moving the run's unit the other way (None: none)
     companion: str | None = None
+    #: the family operations the histories mix in on the other unit, on caches of their own kind (none: none)
+    alongside: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

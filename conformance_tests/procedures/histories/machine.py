@@ -40,7 +40,7 @@ from ...spec import CacheSpec
 from ...spec.model import DelayClass
 from ...testbed.testbed import Outcome
 from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
-from . import draws
+from . import alongside, draws
 from .bed import HistoryBed
 from .blocks import blocks_operation, blocks_rule, opening_moves
 from .broken import push_broken
@@ -49,7 +49,7 @@ from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
 from .long_runs import long_run
 from .making import Making
 from .mover_situations import faulting_timeout, opening_situations, situation_rules
-from .movers import Mover, companion
+from .movers import Mover, alongside_movers, companion
 from .planning import Planning, divisors
 from .pulls import opening_pulls, pull_operation, pull_rule
 from .pushes import NATURAL_MS, HistoryRun, Plan, judge_push, push_for, still
@@ -129,6 +129,7 @@ class HistoryMachine(RuleBasedStateMachine):
     h: HistoryRun
     turns: Turns  # the stream run's (machine_for gives each its own)
     partner: Mover | None = None  # the spec's companion (machine_for finds it once per stream run)
+    others: tuple[Mover, ...] = ()  # the operations alongside, on the other unit (alongside.py)
 
     def __init__(self) -> None:
         super().__init__()
@@ -299,15 +300,16 @@ class HistoryMachine(RuleBasedStateMachine):
         h, w = self.h, self.world
         label = self.step(f"a cache on {node.name}")
         others = [c for c in w.live() if w.nodes[c.node].alive]
+        blocks = None  # a fresh layout: the run's own kind; one made for an existing cache: that cache's kind
         if others and data.draw(st.booleans(), label="for an existing cache"):
             like = data.draw(st.sampled_from(others), label="like")
             tnpl = data.draw(st.sampled_from(divisors(like.num_tensors)), label="layers of")
             desc = draws.mirror_desc(data.draw, like, tnpl, h.dom, h.stream)
-            hint = like.layers_of
+            hint, blocks = like.layers_of, like.blocks
         else:
             desc, hint = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
         self.unjudged = label
-        made = self.making.make(data, node, desc, layers_of=hint, registered=registered)
+        made = self.making.make(data, node, desc, layers_of=hint, registered=registered, blocks=blocks)
         return multiple(*([made] if made is not None else []))
 
     def push_in(self, name: str, data: Any) -> MultipleResults[Any]:
@@ -349,6 +351,7 @@ def _open(m: HistoryMachine, data: Any) -> list[tuple[CacheState, CacheState] | 
         if blocks_operation(h) is not None and h.dom.can_register:  # and a pair registered at uneven offsets
             firsts.append((*draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes), True))
     pairs = [m.making.make_pair(data, client, server, desc, tnpl, registered=reg) for desc, tnpl, reg in firsts]
+    beside = alongside.make_pairs(m, data, m.others, client, server)
     m.making.link(client, server)
     if h.long_run:  # the long run's link is the oldest of several from its client
         for other in w.nodes[2:]:
@@ -361,6 +364,8 @@ def _open(m: HistoryMachine, data: Any) -> list[tuple[CacheState, CacheState] | 
         opening_pulls(m, data, [v for v in (pulling, partner, pulling) if v is not None], pairs, label)
     if moving is not None:
         opening_moves(m, data, [v for v in (moving, partner, moving) if v is not None], pairs, label)
+    # the operations on the other unit between their own pair, over the same link (alongside.py)
+    alongside.opening(m, data, beside, label)
     mine = pulling or moving
     if mine is not None:  # then the run's own transfer in each of its situations (mover_situations.py)
         opening_situations(m, data, mine)
@@ -437,7 +442,7 @@ def _late(m: HistoryMachine, data: Any) -> bool:
     """Into a cache the server made after the link (before or after the first push over it)."""
     w = m.world
     links = w.usable_links()
-    sources = [(p, s) for p in links for s in w.sources(p[0])]
+    sources = [(p, s) for p in links for s in w.sources(p[0], blocks=m.making.blocks)]
     if not sources:
         return False
     p, src = data.draw(st.sampled_from(sources), label="source")
@@ -700,5 +705,10 @@ def machine_for(h: HistoryRun) -> type[HistoryMachine]:
         pushes["blocks"] = blocks_rule(HistoryMachine.made, moving)
         if other is not None:
             pushes[f"companion_{other.api}"] = blocks_rule(HistoryMachine.made, other, f"companion_{other.api}")
-    # the companion, found once per stream run (its spec is read from disk), is every history's (HistoryMachine.open)
-    return type("History", (HistoryMachine,), {"h": h, "turns": Turns(), "partner": other, **pushes})
+    # the family's operations on the other unit, each on caches of its own kind (alongside.py)
+    others = alongside_movers(h)
+    pushes.update(alongside.rules(others, HistoryMachine.made))
+    # the companion and the operations alongside, found once per stream run (their specs are read from disk), are
+    # every history's (HistoryMachine.open)
+    return type("History", (HistoryMachine,), {"h": h, "turns": Turns(), "partner": other,
+                                               "others": others, **pushes})

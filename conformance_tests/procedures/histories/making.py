@@ -32,16 +32,19 @@ class Making:
         return budget is None or self.live_bytes() + size <= budget
 
     def make(self, data: Any, node: NodeState, desc: CacheSpec, *, accessible: bool | None = None,
-             layers_of: int = 0, registered: bool | None = None) -> CacheState | None:
+             layers_of: int = 0, registered: bool | None = None, blocks: bool | None = None) -> CacheState | None:
         """A new cache on ``node``: allocated, or registered raw memory at uneven offsets (open to remote access
-        or not, unless ``accessible`` says), filled with drawn contents."""
+        or not, unless ``accessible`` says), filled with drawn contents; a blocks cache where ``blocks`` says
+        (default: the kind the run's operation moves)."""
         h, bed = self.h, self.bed
         if not self.room_for(desc) or not node.alive:
             return None
         name = bed.new_name()
-        model_id = self.model_id(data, node, name) if self.blocks else None
-        if model_id is not None:  # a run of an operation on block lists makes blocks caches, each with its key
-            desc = desc.with_(blocks=True, model_id=model_id)
+        blocks = self.blocks if blocks is None else blocks
+        model_id = self.model_id(data, node, name) if blocks else None
+        # a blocks cache is bound to its key; a contiguous one is not, whatever the layout it mirrors was
+        desc = desc.with_(blocks=True, model_id=model_id) if model_id is not None else desc.with_(blocks=False,
+                                                                                                  model_id=None)
         register = h.dom.can_register and (registered if registered is not None
                                             else data.draw(st.booleans(), label=f"{name} registered"))
         if register:
@@ -65,7 +68,7 @@ class Making:
 
     @property
     def blocks(self) -> bool:
-        """Whether this history's caches are blocks caches (its run's operation moves block lists)."""
+        """Whether the run's own caches are blocks caches (its operation moves block lists)."""
         return self.h.run.spec.operation.lists
 
     def model_id(self, data: Any, node: NodeState, name: str) -> int:
@@ -91,14 +94,15 @@ class Making:
         self.bed.fill_with(info, code)
 
     def make_pair(self, data: Any, client: NodeState, server: NodeState, desc: CacheSpec, tnpl: int, *,
-                  registered: bool | None = None) -> tuple[CacheState, CacheState] | None:
-        """A source of ``desc`` on ``client`` and a destination made for it on ``server``."""
+                  registered: bool | None = None, blocks: bool | None = None) -> tuple[CacheState, CacheState] | None:
+        """A source of ``desc`` on ``client`` and a destination made for it on ``server`` (of the kind ``blocks``
+        says, as :meth:`make`)."""
         h = self.h
-        src = self.make(data, client, desc, accessible=True, layers_of=tnpl, registered=registered)
+        src = self.make(data, client, desc, accessible=True, layers_of=tnpl, registered=registered, blocks=blocks)
         if src is None:
             return None
         dst = self.make(data, server, draws.mirror_desc(data.draw, src, tnpl, h.dom, h.stream), accessible=True,
-                        layers_of=tnpl, registered=registered)
+                        layers_of=tnpl, registered=registered, blocks=blocks)
         return (src, dst) if dst is not None else None
 
     def link(self, client: NodeState, server: NodeState) -> None:

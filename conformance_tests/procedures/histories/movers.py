@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, MultipleResults, precondition, rule
 
+from ...backend import capability_supported
 from ...spec import load_spec, operation_spec_path, specified_operations
 from ...spec.model import Operation
 from .planning import MAX_LIVE_CACHES
@@ -21,6 +22,10 @@ from .world import CacheState, NodeState
 
 if TYPE_CHECKING:
     from .machine import HistoryMachine
+
+
+#: the capability a backend declares to have blocks caches (what a move of block lists goes between)
+BLOCKS_CACHE = "blocks_cache"
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,16 @@ def own(h: HistoryRun) -> Mover:
     return Mover(h.run.spec.operation, h.run.spec.api, frozenset(h.run.signature.names))
 
 
+def _specified(h: HistoryRun, name: str, field: str) -> Mover:
+    """The family operation ``name`` as a mover, from its own spec (its latest release's signature); ``field``:
+    the spec's field that names it (what a refusal says)."""
+    if name not in specified_operations():
+        raise ValueError(f"{h.run.spec.api}: generation.histories.{field} names {name!r}, which has no spec file "
+                         f"(operations with one: {', '.join(specified_operations())})")
+    spec = load_spec(operation_spec_path(name))
+    return Mover(spec.operation, name, frozenset(spec.signature_for(spec.releases[-1]).names))
+
+
 def companion(h: HistoryRun) -> Mover | None:
     """The operation the spec's histories mix in (``generation.histories.companion``; None: none), from its own
     spec (its latest release's signature).  It must move the run's unit the other way: the history's caches are made
@@ -45,26 +60,38 @@ def companion(h: HistoryRun) -> Mover | None:
     name = h.hist.companion
     if name is None:
         return None
-    if name not in specified_operations():
-        raise ValueError(f"{h.run.spec.api}: generation.histories.companion names {name!r}, which has no spec file "
-                         f"(operations with one: {', '.join(specified_operations())})")
-    spec = load_spec(operation_spec_path(name))
-    mine, theirs = h.run.spec.operation, spec.operation
+    found = _specified(h, name, "companion")
+    mine, theirs = h.run.spec.operation, found.op
     if (theirs.unit, theirs.direction) != (mine.unit, "pull" if mine.direction == "push" else "push"):
         raise ValueError(f"{h.run.spec.api}: generation.histories.companion {name!r} moves {theirs.unit} by "
                          f"{theirs.direction}; a companion moves the run's unit ({mine.unit}) the other way")
-    return Mover(theirs, name, frozenset(spec.signature_for(spec.releases[-1]).names))
+    return found
+
+
+def alongside_movers(h: HistoryRun) -> tuple[Mover, ...]:
+    """The operations the spec's histories mix in on the other unit (``generation.histories.alongside``), each from
+    its own spec.  Each must move a unit other than the run's: its transfers go between caches of its own kind
+    (blocks caches for block lists, contiguous ones for batch entries), which the history makes beside the run's on
+    the same nodes; one moving the run's unit is the companion's part."""
+    found = tuple(_specified(h, name, "alongside") for name in h.hist.alongside)
+    for v in found:
+        if v.op.unit == h.run.spec.operation.unit:
+            raise ValueError(f"{h.run.spec.api}: generation.histories.alongside names {v.api!r}, which moves the "
+                             f"run's own unit ({v.op.unit}); an operation alongside moves the other one")
+    return found
 
 
 def callable_on(m: HistoryMachine, mover: Mover) -> bool:
-    """Whether the backend's nodes have the mover's method (a companion is moved only where they do); asked once
-    per history (a rule's precondition asks at every step, and an isolated backend answers over its pipe)."""
+    """Whether the backend's nodes have the mover's method, and blocks caches where it moves block lists (a
+    companion is moved only where they do); asked once per history (a rule's precondition asks at every step, and
+    an isolated backend answers over its pipe)."""
     if not m.world.nodes:
         return False
     known: dict[str, bool] = m.__dict__.setdefault("callable_methods", {})
     if mover.api not in known:
         manager = m.bed.nodes[m.world.nodes[0].name].cache_manager
-        known[mover.api] = callable(getattr(manager, mover.api, None))
+        known[mover.api] = (callable(getattr(manager, mover.api, None))
+                            and (not mover.op.lists or capability_supported(m.h.run.caps, BLOCKS_CACHE)))
     return known[mover.api]
 
 
@@ -72,14 +99,15 @@ def pairs(m: HistoryMachine, op: Operation, links: list[tuple[int, int]] | None 
           ) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
     """(link, source, destination) a valid transfer of ``op`` could go between over a usable link (client ->
     server), or over ``links`` (pairs of nodes, linked or not): a push's source on the client, a pull's on the
-    server; the server's cache open to remote access."""
+    server; the server's cache open to remote access; both of the kind ``op`` moves (blocks caches for block
+    lists)."""
     w = m.world
     out = []
     # in the order of the nodes, not of the links' making: a link made again (after a timeout a budget of 1 ms
     # leaves to timing) would move in a list a draw indexes
     for link in sorted(w.usable_links() if links is None else links):
         src_node, dst_node = (link[1], link[0]) if op.pulls else link
-        srcs, dsts = list(w.sources(src_node)), w.live(dst_node)
+        srcs, dsts = list(w.sources(src_node, blocks=op.lists)), w.live(dst_node, blocks=op.lists)
         out += [(link, s, d) for s in srcs for d in dsts
                 if d is not s and m.planning.tnpls(s, d, open_=s if op.pulls else d)]
     return out
@@ -108,13 +136,14 @@ def choose_pair(m: HistoryMachine, data: Any, mover: Mover, what: str, *, dst_ac
         p, src, dst = data.draw(st.sampled_from(found), label=what)
         return w.nodes[p[0]], w.nodes[p[1]], src, dst
     src_end = 1 if op.pulls else 0
-    sources = [(p, s) for p in links for s in w.sources(p[src_end])]
+    sources = [(p, s) for p in links for s in w.sources(p[src_end], blocks=op.lists)]
     crowded = len(w.live()) >= MAX_LIVE_CACHES and found
     ways = ((["existing"] * 3 if found else []) + (["new destination"] if sources and not crowded else [])
             + (["new source"] if not crowded else []))
     way = data.draw(st.sampled_from(ways), label=f"{what} between")
     if way != "existing":
-        made = m.planning.new_pair(data, links, sources, way, src_end=src_end, dst_accessible=dst_accessible)
+        made = m.planning.new_pair(data, links, sources, way, src_end=src_end, dst_accessible=dst_accessible,
+                                   blocks=op.lists)
         if made is None:
             return None
         p, src, dst = made

@@ -37,10 +37,11 @@ class Planning:
         self.h, self.world, self.making = h, world, making
 
     def tnpls(self, src: CacheState, dst: CacheState, *, open_: CacheState | None = None) -> list[int]:
-        """tensor_num_per_layer values a valid push from ``src`` into ``dst`` may take (none: not a pair);
+        """tensor_num_per_layer values a valid push from ``src`` into ``dst`` may take (none: not a pair, caches of
+        two kinds among them);
         ``open_``: the cache the key names, which must be open to remote access (default: a push's, ``dst``)."""
         a, b = src.info, dst.info
-        if (a.data_type != b.data_type or a.stride != b.stride or (a.placement, b.placement) not in self.h.dom.transfers
+        if (src.blocks != dst.blocks or a.data_type != b.data_type or a.stride != b.stride or (a.placement, b.placement) not in self.h.dom.transfers
                 or not (open_ or dst).remote_accessible):
             return []
         options = divisors(a.num_tensors) if self.h.has_tnpl else [self.h.run.default_tnpl]
@@ -78,28 +79,30 @@ class Planning:
 
     def pairs(self, links: list[tuple[int, int]], *, freed_src: bool = False,
               freed_dst: bool = False) -> list[tuple[tuple[int, int], CacheState, CacheState]]:
-        """(link, source, destination) a push could go over; freed caches where asked."""
-        w = self.world
+        """(link, source, destination) a push could go over, between caches of the run's own kind; freed caches
+        where asked."""
+        w, kind = self.world, self.making.blocks
         out = []
         for link in links:
             client, server = w.nodes[link[0]], w.nodes[link[1]]
-            srcs = ([c for c in w.freed(client.index) if c.remote_accessible] if freed_src
-                    else list(w.sources(client.index)))
-            dsts = w.freed(server.index) if freed_dst else w.live(server.index)
+            srcs = ([c for c in w.freed(client.index, blocks=kind) if c.remote_accessible] if freed_src
+                    else list(w.sources(client.index, blocks=kind)))
+            dsts = w.freed(server.index, blocks=kind) if freed_dst else w.live(server.index, blocks=kind)
             out += [(link, s, d) for s in srcs for d in dsts if self.tnpls(s, d)]
         return out
 
     def new_pair(self, data: Any, links: list[tuple[int, int]], sources: list[tuple[tuple[int, int], CacheState]],
-                 way: str, *, src_end: int, same_tensors: bool = False,
-                 dst_accessible: bool | None = None) -> tuple[tuple[int, int], CacheState, CacheState] | None:
+                 way: str, *, src_end: int, same_tensors: bool = False, dst_accessible: bool | None = None,
+                 blocks: bool | None = None) -> tuple[tuple[int, int], CacheState, CacheState] | None:
         """A link and a (source, destination) pair made on it: a new source on the link's ``src_end`` (0: its
         client, a push's; 1: its server, a pull's) and a destination mirroring it at the other end, or a
-        destination mirroring an existing source (``way``: "new source" or "new destination")."""
+        destination mirroring an existing source (``way``: "new source" or "new destination"); both of the kind
+        ``blocks`` says (default: the run's own)."""
         w, h = self.world, self.h
         if way == "new source":
             p = data.draw(st.sampled_from(links), label="link")
             desc, hint = draws.fresh_desc(data.draw, h.run.spec, h.dom, h.stream, h.max_bytes)
-            src = self.making.make(data, w.nodes[p[src_end]], desc, accessible=True, layers_of=hint)
+            src = self.making.make(data, w.nodes[p[src_end]], desc, accessible=True, layers_of=hint, blocks=blocks)
             if src is None:
                 return None
         else:
@@ -108,7 +111,7 @@ class Planning:
                          label="layers of")
         dst = self.making.make(data, w.nodes[p[1 - src_end]], draws.mirror_desc(
             data.draw, src, tnpl, h.dom, h.stream, same_tensors=same_tensors), accessible=dst_accessible,
-            layers_of=src.layers_of)
+            layers_of=src.layers_of, blocks=src.blocks)
         return None if dst is None else (p, src, dst)
 
     def valid_plan(self, data: Any, *, min_layers: int = 1, link: tuple[int, int] | None = None,
@@ -128,7 +131,7 @@ class Planning:
         seen = [f for f in found if w.visibility(f[0], f[2]) == "valid"]
         if keep_faulted and seen:
             found = seen
-        sources = [(p, s) for p in links for s in w.sources(p[0])]
+        sources = [(p, s) for p in links for s in w.sources(p[0], blocks=self.making.blocks)]
         crowded = len(w.live()) >= MAX_LIVE_CACHES and found
         ways = ((["existing"] * 3 if found else []) + (["new destination"] if sources and not crowded else [])
                 + (["new source"] if not crowded else [])) if not (keep_faulted and seen) else ["existing"]

@@ -103,7 +103,7 @@ def opening_pulls(m: HistoryMachine, data: Any, movers: list[Mover],
     for mover, i, client, server, src, dst in opening_pairs(m, movers, made):
         found = pull_between(m, data, client, server, src, dst, mover)
         if found is not None:
-            what = "pull" if mover == movers[0] else mover.api
+            what = "pull" if mover.api == m.h.run.spec.api else mover.api
             judge_pull(m, found, mover, f"{label}, {what} {i}")
 
 

@@ -116,11 +116,14 @@ class World:
     def alive(self) -> list[NodeState]:
         return [n for n in self.nodes if n.alive]
 
-    def live(self, node: int | None = None) -> list[CacheState]:
-        return [c for c in self.caches if not c.freed and (node is None or c.node == node)]
+    def live(self, node: int | None = None, *, blocks: bool | None = None) -> list[CacheState]:
+        """Caches not freed (on ``node``; of one kind where ``blocks`` says: blocks caches or contiguous ones)."""
+        return [c for c in self.caches if not c.freed and (node is None or c.node == node)
+                and (blocks is None or c.blocks == blocks)]
 
-    def freed(self, node: int | None = None) -> list[CacheState]:
-        return [c for c in self.caches if c.freed and (node is None or c.node == node)]
+    def freed(self, node: int | None = None, *, blocks: bool | None = None) -> list[CacheState]:
+        return [c for c in self.caches if c.freed and (node is None or c.node == node)
+                and (blocks is None or c.blocks == blocks)]
 
     def usable_links(self) -> list[tuple[int, int]]:
         """Links whose both ends are alive."""
@@ -147,9 +150,10 @@ class World:
         """Every cache id this node ever handed out (live or freed)."""
         return {c.cache_id for c in self.caches if c.node == node}
 
-    def sources(self, node: int) -> Iterator[CacheState]:
-        """Live caches a push may read: open to remote access (a local cache that is not is a should matter)."""
-        return (c for c in self.live(node) if c.remote_accessible)
+    def sources(self, node: int, *, blocks: bool | None = None) -> Iterator[CacheState]:
+        """Live caches a push may read: open to remote access (a local cache that is not is a should matter); of
+        one kind where ``blocks`` says."""
+        return (c for c in self.live(node, blocks=blocks) if c.remote_accessible)
 
     def visibility(self, link: tuple[int, int], dst: CacheState) -> str:
         """``valid`` when ``dst`` existed before the link was made, else the situation it was made in."""
