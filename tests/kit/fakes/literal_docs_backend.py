@@ -23,9 +23,13 @@ class LiteralDocs(CacheManager):
     def push_cache(self, dst_cache_key: Any, src_cache: Any, src_batch_index: int = 0,  # type: ignore[override]
                    src_layer_range: range | None = None, dst_layer_range: range | None = None, size: int = -1,
                    tensor_num_per_layer: int = 2) -> None:
+        # its own call's ranges only: push_blocks and pull_cache share the restriction step on this thread
         self._call.default_ranges = src_layer_range is None and dst_layer_range is None
-        super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range, size,
-                           tensor_num_per_layer)
+        try:
+            super().push_cache(dst_cache_key, src_cache, src_batch_index, src_layer_range, dst_layer_range, size,
+                               tensor_num_per_layer)
+        finally:
+            self._call.default_ranges = False
 
     def _check_size_value(self, a: Any) -> None:
         desc = a.src_cache.cache_desc

@@ -10,7 +10,8 @@ The site's hashes (``site.sha256.json``) were made again when the site came to g
 per operation, the operation named on the implementation and clause pages, ``operations`` in site.json): from the
 same two reports, with ``site_hashes`` of this file; each run's own page and every badge.json kept their bytes.
 A clause page shows its clause's note from the packaged spec: the page of push_cache.history.valid_pushes was
-hashed again when push_cache's histories came to pull (its note says so), and no other page changed.
+hashed again when push_cache's histories came to pull (its note says so), and again when they came to move
+blocks alongside (generation.histories.alongside); no other page changed.
 
 ``reference.report.json`` is that certification's report (CERTIFIED); ``every.report.json`` is the report the
 self-tests' ``every_report`` fixture builds (every outcome, failures, a flaky test, waivers).
