@@ -96,7 +96,7 @@ def push_in_relation(m: HistoryMachine, data: Any, relation: Mapping[str, Any]) 
         made[slot.src] = src
     for client, server in dict.fromkeys((node[s.client], node[s.server]) for s in laid):
         link = w.links.get((client.index, server.index))
-        if link is not None and (link.faulted or any(w.visibility((client.index, server.index), made[s.dst])
+        if link is not None and (link.at_risk or any(w.visibility((client.index, server.index), made[s.dst])
                                                      != "valid" for s in laid if node[s.server] is server)):
             m.making.unlink(client, server)
             link = None

@@ -119,12 +119,12 @@ def choose_pair(m: HistoryMachine, data: Any, mover: Mover, what: str, *, dst_ac
     """(client, server, source, destination) of a transfer of ``mover`` valid in every respect: between existing
     caches, into a destination made for an existing source, or from a new source into a new destination (a pull's
     source on the server, a push's on the client; ``dst_accessible``: how the new destination is made); a link
-    that does not see the server's cache yet, or that a timeout left faulted, is made again first (as a valid
-    push's). ``link``: over that link only; ``keep_link``: between the caches there are, the link left as it is
-    (the caller says whether it sees them: what a link must do after a timeout may be the point).  What is drawn
-    never turns on an earlier transfer's outcome, which a budget of 1 ms leaves to timing (hypothesis replays a
-    history's choices and must meet the same draws): the link's state decides only whether it is made again.
-    ``what`` labels the draws."""
+    that does not see the server's cache yet, or over which a transfer that could time out went (``at_risk``), is
+    made again first (as a valid push's). ``link``: over that link only; ``keep_link``: between the caches there
+    are, the link left as it is (the caller says whether it sees them: what a link must do after a timeout may be
+    the point).  What is drawn never turns on an earlier transfer's outcome, which a budget of 1 ms leaves to
+    timing (hypothesis replays a history's choices and must meet the same draws): nor does whether the link is
+    made again, which adds to the history's bundles.  ``what`` labels the draws."""
     w, op = m.world, mover.op
     links = sorted(p for p in w.usable_links() if link is None or p == link)
     if not links:
@@ -152,7 +152,7 @@ def choose_pair(m: HistoryMachine, data: Any, mover: Mover, what: str, *, dst_ac
         return None
     p, src, dst = data.draw(st.sampled_from(found), label=what)
     client, server = w.nodes[p[0]], w.nodes[p[1]]
-    if w.visibility(p, src if op.pulls else dst) != "valid" or w.links[p].faulted:
+    if w.visibility(p, src if op.pulls else dst) != "valid" or w.links[p].at_risk:
         m.making.unlink(client, server)
         m.making.link(client, server)
     return client, server, src, dst

@@ -118,8 +118,9 @@ class Planning:
                    same_tensors: bool = False, keep_faulted: bool = False) -> Plan | None:
         """A push valid in every respect over a usable link: between existing caches, or into a destination made
         for an existing source, or from a new source into a new destination; a link that does not see the
-        destination yet, or that a timeout left faulted, is made again first (the documentation asks for memory
-        before the link; a vendor fails fast over a faulted link until then).  ``same_tensors``: source and
+        destination yet, or over which a push that could time out went (``at_risk``, whether one did or not: that
+        is timing), is made again first (the documentation asks for memory before the link; a vendor fails fast
+        over a faulted link until then).  ``same_tensors``: source and
         destination hold as many tensors (what a generate rule starts from); ``keep_faulted``: the push that
         follows a timeout or a refusal, over the link as it is (between caches it sees, where there are any)."""
         w = self.world
@@ -147,7 +148,7 @@ class Planning:
             return None
         p, src, dst = data.draw(st.sampled_from(found), label="push")
         client, server = w.nodes[p[0]], w.nodes[p[1]]
-        if w.visibility(p, dst) != "valid" or (w.links[p].faulted and not keep_faulted):
+        if w.visibility(p, dst) != "valid" or (w.links[p].at_risk and not keep_faulted):
             self.making.unlink(client, server)
             self.making.link(client, server)
         return self.plan(data, client, server, src, dst, min_layers=min_layers)

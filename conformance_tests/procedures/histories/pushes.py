@@ -165,10 +165,7 @@ def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause:
     expect = overtime(h, plan, outcome, given)
     obs = judge(bed, push, outcome, expect, clause.id, f"{label}: {plan.describe()}",
                 settle_until=outcome.started + settle_s if settle_s else 0.0)
-    if plan.link in world.links and outcome.exc is not None and (plan.client.faulty or expect is not given):
-        world.links[plan.link].faulted = True
-    elif plan.link in world.links and outcome.exc is None:
-        world.links[plan.link].faulted = False
+    left(world, plan.link, plan.client, plan.src, outcome, excused=expect is not given)
     observed(bed, obs)
     bed.rec.verdict = []
     return outcome
@@ -196,15 +193,29 @@ def judge_transfer(h: HistoryRun, bed: HistoryBed, world: World, client: NodeSta
     given = clause_envelope(clause)
     expect = overtime_of(h, client, src, outcome, given)
     obs = judge(bed, push, outcome, expect, clause.id, label)
-    if link in world.links and outcome.exc is not None and (client.faulty or expect is not given):
-        world.links[link].faulted = True
-    elif link in world.links and outcome.exc is None:
-        world.links[link].faulted = False
+    left(world, link, client, src, outcome, excused=expect is not given)
     if outcome.exc is not None and in_time:
         raised_in_time(bed, push, outcome, client.timeout_ms / 1000, clause.id, label)
     observed(bed, obs)
     bed.rec.verdict = []
     return outcome
+
+
+def left(world: World, link: tuple[int, int], client: NodeState, src: CacheState, outcome: Outcome, *,
+         excused: bool) -> None:
+    """What a transfer over ``link`` left it: ``faulted`` where it raised under a fault or past a budget its bytes
+    may need (``excused``: the overtime envelope allowed its exception), not where it succeeded (which clause
+    judges the next transfer over the link as it is); ``at_risk`` where it could have timed out, whatever it did
+    (whether the link is made again before the next valid transfer: timing must not decide that)."""
+    state = world.links.get(link)
+    if state is None:
+        return
+    if client.faulty or client.timeout_ms < natural_ms_of(src):
+        state.at_risk = True
+    if outcome.exc is not None and (client.faulty or excused):
+        state.faulted = True
+    elif outcome.exc is None:
+        state.faulted = False
 
 
 def clause_envelope(clause: Clause) -> Expectation:

@@ -39,6 +39,10 @@ class LinkState:
     #: a push over it timed out, or met a fault, since it was made: the next valid push over it is judged by the
     #: clause of ``after_timeout`` (and any other push makes the link again first: a vendor fails fast until then)
     faulted: bool = False
+    #: a transfer that could time out went over it since it was made (under a fault on its client, or a budget
+    #: its bytes may need): the next valid transfer makes it again first, whether or not one did time out (that
+    #: is timing, and what a history draws next must not turn on it); ``faulted`` implies it
+    at_risk: bool = False
     #: its client and server (what a rule that draws it from the machine's bundle acts on)
     ends: tuple[NodeState, NodeState] | None = None
     current: bool = True  # False once unlinked (a bundle may still hold it)
