@@ -32,6 +32,7 @@ from conformance_tests.report.model import LABEL_KIND, VerdictKind
 from conformance_tests.report.parts import Report, TestRow
 from conformance_tests.report.schema import ReportError, from_json
 from conformance_tests.spec import Level, Spec, load_spec, operation_spec_path, specified_operations
+from conformance_tests.spec.model import HISTORY_PROCEDURE
 from mutants import reach
 from mutants.catalog import MUTANTS, Mutant
 from mutants.children import STOP_SIGNALS, Children, Stopped, raise_stopped, watch_parent
@@ -43,7 +44,6 @@ LEVELS = ("must", "should")
 MUTANT_SHRINK_S = 5.0
 #: the parts of the suite that kill mutants: the clause tests, and the stateful suite (procedure history)
 PARTS = ("clauses", "histories")
-HISTORY_PROCEDURE = "history"
 # the clause outcomes that count as a kill, by the level the mutant breaks (a should clause never "fails"; a flaky
 # must clause blocks the verdict as a failed one does)
 KILLING_OUTCOMES = {"must": ("failed", "flaky"), "should": ("incompatible",)}
@@ -114,7 +114,10 @@ def certify(mutant: Mutant, out_dir: Path, extra: list[str], children: Children)
     spec = spec_of(mutant, family_specs())
     argv = [sys.executable, "-m", "conformance_tests", "certify", "--isolation", "off", "--operation", spec.api,
             "--backend", f"mutants.catalog:{mutant.name}",
-            "--report-dir", str(report_dir), "-q", "--no-header", "-p", "no:warnings", *extra]
+            "--report-dir", str(report_dir), "-q", "--no-header", "-p", "no:warnings",
+            # a kill is its targets' failures: the run ends once every target has failed (every clause test first,
+            # so whether one of them catches a mutant left to the histories is still known)
+            "--until-failed", ",".join(mutant.targets), *extra]
     if mutant.focus:
         argv += ["--clauses", ",".join(mutant.focus)]
     started = time.monotonic()

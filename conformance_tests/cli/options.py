@@ -50,6 +50,12 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--max-time",), dict(dest="max_time", type=float, default=DEFAULT_MAX_TIME_S, metavar="SECONDS",
                            help=f"overall time budget (default {DEFAULT_MAX_TIME_S:.0f}s): once spent, the tests "
                                 "not yet started are recorded as not run and the run is PARTIAL (0: no budget)")),
+    (("--until-failed",), dict(dest="until_failed", default="", metavar="CLAUSE_IDS",
+                               help="end the run once every one of these comma-separated clause IDs has failed "
+                                    "(or was found incompatible), the histories' tests run after every clause "
+                                    "test (what the mutants' runs use: a kill is its targets' failures, and "
+                                    "whether a clause test catches a mutant left to the histories needs every "
+                                    "clause test); the run is PARTIAL")),
     (("--shrink-time",), dict(dest="shrink_time", type=float, default=DEFAULT_SHRINK_S, metavar="SECONDS",
                               help=f"how long a failing example stream (a history of the stateful suite, or a "
                                    f"clause's drawn examples) may be shrunk to a smaller example before it is "

@@ -20,6 +20,8 @@ from .state import RunState
 
 #: a test's deadline for backend calls, as a share of its pytest-timeout bound (the kit acts first)
 DEADLINE_SHARE = 0.9
+#: the outcomes of a test that fail a clause, for --until-failed (an incompatible: a should clause's)
+UNTIL_FAILED_OUTCOMES = ("failed", "flaky", "incompatible")
 #: the characters of a failure message a row keeps
 MESSAGE_CHARS = 8000
 
@@ -171,6 +173,13 @@ class TestPhases:
         yield
         state = self.state
         state.run.deadlines.end_test()
+        if state.until_failed and not item.session.shouldstop and item.nodeid in state.rows.by_id:
+            row = state.rows.row(item.nodeid)  # (in a serial run: a pytest-xdist worker keeps no rows)
+            if row.get("outcome") in UNTIL_FAILED_OUTCOMES:
+                state.failed_of_until |= set(row.get("failed_clauses") or row.get("clauses") or ()) & state.until_failed
+            if state.failed_of_until == state.until_failed:
+                item.session.shouldstop = f"--until-failed: {', '.join(sorted(state.until_failed))} failed"
+                return
         if not state.max_time or state.out_of_time:
             return
         spent = time.monotonic() - state.t0

@@ -54,6 +54,7 @@ def start_run(config: pytest.Config, result: RunResult) -> RunState:
     state.seed = config.getoption("hypothesis_seed", None)
 
     # the cheap inputs first: a bad option or file is one line before any backend process starts
+    state.until_failed = frozenset(c for c in str(config.getoption("until_failed") or "").split(",") if c)
     state.max_time = float(config.getoption("max_time") or 0.0)
     if state.max_time < 0:
         raise pytest.UsageError(f"--max-time {state.max_time:g}: a number of seconds, 0 for no budget")
@@ -68,6 +69,9 @@ def start_run(config: pytest.Config, result: RunResult) -> RunState:
         spec = load_spec(spec_path(config))
     except SpecError as exc:
         raise pytest.UsageError(f"spec: {exc}") from None
+    unknown = sorted(state.until_failed - {c.id for c in spec.clauses})
+    if unknown:
+        raise pytest.UsageError(f"--until-failed: no clause {', '.join(unknown)} in {spec.api}'s spec")
     state.strict = bool(config.getoption("strict_expectations"))
     path = config.getoption("expectations")
     if path and state.strict:

@@ -66,6 +66,10 @@ class RunState:
         #: certify --reruns N: how many times a failed test runs again (None: never; see attempts.py)
         self.reruns: int | None = None
         self.out_of_time: str | None = None
+        #: certify --until-failed: the clause IDs whose failures, once every one has failed, end the run (empty:
+        #: none), and those that have
+        self.until_failed: frozenset[str] = frozenset()
+        self.failed_of_until: set[str] = set()
 
     def uncovered(self) -> list[str]:
         """The selected release's clauses no collected test checks."""

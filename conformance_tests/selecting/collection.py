@@ -13,6 +13,7 @@ from ..procedures import items_for
 from ..procedures.streams import SECONDS_PER_EXAMPLE
 from ..running.state import RunState
 from ..spec import Level
+from ..spec.model import HISTORY_PROCEDURE
 from ..testbed.testbed import missing_capabilities
 from .selection import WHY_CLAUSES, WHY_OTHER_SHARD, selection_problems
 from .shards import ShardTest, assign
@@ -133,6 +134,10 @@ class Collection:
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
+        if state.until_failed:
+            # every clause test before the histories': a run ended by a history's failure has run them all
+            procedures = {c.id: c.procedure.name for c in run.spec.clauses}
+            items.sort(key=lambda item: procedures.get((clause_ids(item) or [""])[0]) == HISTORY_PROCEDURE)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         state = self.state

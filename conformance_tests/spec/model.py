@@ -128,6 +128,10 @@ class Source:
     zh: str | None = None
 
 
+#: the procedure of the stateful suite (a clause whose tests are histories)
+HISTORY_PROCEDURE = "history"
+
+
 @dataclass(frozen=True)
 class ProcedureSpec:
     """How a clause's tests run: a registered procedure (``name``) and its settings."""

@@ -26,7 +26,7 @@ from ...inputs import strategies
 from ...running.context import RunContext
 from ...running.profiles import CERTIFY_EXAMPLES
 from ...spec import Clause, Level
-from ...spec.model import Histories
+from ...spec.model import HISTORY_PROCEDURE, Histories
 from ...spec.paths import schema_enum
 from ...testbed.testbed import missing_capabilities
 from ..common import require
@@ -97,7 +97,7 @@ def _profile() -> settings:
     return current
 
 
-@procedure("history", history_items)
+@procedure(HISTORY_PROCEDURE, history_items)
 def run_history(run: RunContext, clause: Clause, item: Item) -> None:
     __tracebackhide__ = True
     require(run, clause.requires)
