@@ -67,6 +67,11 @@ class AnyOf:
 Expectation = Raises | Succeeds | AnyOf
 
 
+def allows_success(expect: Expectation) -> bool:
+    """Whether ``expect`` lets the call succeed (a valid call's, a may clause's envelope), not only raise."""
+    return isinstance(expect, Succeeds) or (isinstance(expect, AnyOf) and any(map(allows_success, expect.allowed)))
+
+
 def parse_expect(raw: Mapping[str, Any]) -> Expectation:
     """The typed form of a schema-valid ``expect`` mapping."""
     if "raises" in raw:

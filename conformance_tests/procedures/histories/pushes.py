@@ -14,7 +14,7 @@ from ...judging.judged_push import Push
 from ...judging.observation import Observation
 from ...running.context import RunContext
 from ...spec import Clause, Expectation
-from ...spec.expect import envelope
+from ...spec.expect import allows_success, envelope
 from ...spec.model import Histories, HistoryStream, Operation
 from ...testbed.testbed import Call, Outcome
 from ..calls import raised_in_time
@@ -165,7 +165,7 @@ def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause:
     expect = overtime(h, plan, outcome, given)
     obs = judge(bed, push, outcome, expect, clause.id, f"{label}: {plan.describe()}",
                 settle_until=outcome.started + settle_s if settle_s else 0.0)
-    left(world, plan.link, plan.client, plan.src, outcome, excused=expect is not given)
+    left(world, plan.link, plan.client, plan.src, outcome, timed_out=expect is not given and allows_success(given))
     observed(bed, obs)
     bed.rec.verdict = []
     return outcome
@@ -193,7 +193,7 @@ def judge_transfer(h: HistoryRun, bed: HistoryBed, world: World, client: NodeSta
     given = clause_envelope(clause)
     expect = overtime_of(h, client, src, outcome, given)
     obs = judge(bed, push, outcome, expect, clause.id, label)
-    left(world, link, client, src, outcome, excused=expect is not given)
+    left(world, link, client, src, outcome, timed_out=expect is not given and allows_success(given))
     if outcome.exc is not None and in_time:
         raised_in_time(bed, push, outcome, client.timeout_ms / 1000, clause.id, label)
     observed(bed, obs)
@@ -202,17 +202,18 @@ def judge_transfer(h: HistoryRun, bed: HistoryBed, world: World, client: NodeSta
 
 
 def left(world: World, link: tuple[int, int], client: NodeState, src: CacheState, outcome: Outcome, *,
-         excused: bool) -> None:
-    """What a transfer over ``link`` left it: ``faulted`` where it raised under a fault or past a budget its bytes
-    may need (``excused``: the overtime envelope allowed its exception), not where it succeeded (which clause
-    judges the next transfer over the link as it is); ``at_risk`` where it could have timed out, whatever it did
-    (whether the link is made again before the next valid transfer: timing must not decide that)."""
+         timed_out: bool) -> None:
+    """What a transfer over ``link`` left it: ``faulted`` where it raised under a fault, or timed out
+    (``timed_out``: a transfer its clause lets succeed raised past a budget its bytes may need, which the overtime
+    envelope excused; one its clause expects refused is a refusal however long it took), not where it succeeded
+    (which clause judges the next transfer over the link as it is); ``at_risk`` where it could have timed out,
+    whatever it did (whether the link is made again before the next valid transfer: timing must not decide that)."""
     state = world.links.get(link)
     if state is None:
         return
     if client.faulty or client.timeout_ms < natural_ms_of(src):
         state.at_risk = True
-    if outcome.exc is not None and (client.faulty or excused):
+    if outcome.exc is not None and (client.faulty or timed_out):
         state.faulted = True
     elif outcome.exc is None:
         state.faulted = False
