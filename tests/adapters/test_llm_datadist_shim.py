@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conformance_tests.cli.exitcodes import PARTIAL
 from reference_impl.multiprocess import nixl_available
 from tests.helpers import ROOT
 from tests.helpers.certify import certify
@@ -90,10 +91,12 @@ SIBLINGS = ("push_blocks", "pull_cache", "pull_blocks")
 
 @needs_nixl
 @pytest.mark.starts_first
-def test_the_siblings_through_llm_datadist_on_two_ssh_hosts_are_certified(shim_path: Path, tmp_path: Path) -> None:
+def test_the_siblings_through_llm_datadist_on_two_ssh_hosts_pass_every_test(shim_path: Path, tmp_path: Path) -> None:
     """push_blocks, pull_cache and pull_blocks through the same adapter as a vendor runs it (``--backend
     llm_datadist``, the vendor's public API only, every node a process on one of two SSH hosts, bytes over NIXL):
-    each certified from its own spec, one certify run each, and the family's verdict CERTIFIED."""
+    every test of each, from its own spec, one certify run each, in the quick profile (CI's time: push_cache's
+    certification above is the full one; `--hypothesis-profile certify` certifies the siblings the same way), so
+    each run and the family are partial for the profile alone, with no test failed."""
     need_sshd()
     with ssh_servers(tmp_path / "ssh", env={"PYTHONPATH": f"{shim_path}:{ROOT}"}) as servers:
         config = tmp_path / "nodehost.yaml"
@@ -103,16 +106,20 @@ def test_the_siblings_through_llm_datadist_on_two_ssh_hosts_are_certified(shim_p
         # (FlakyStrategyDefinition): whether a pull timed out, and so whether its link was made again before the
         # next one, is timing there (the note of issue 30 says what is left to make those draws timing-free)
         proc = certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "family"), "--jobs", "1",
+                       "--hypothesis-profile", "quick",
                        isolation=(), operation=[a for op in SIBLINGS for a in ("--operation", op)],
                        pythonpath=[shim_path], timeout=1500, env={"NODEHOST_CONFIG": str(config)})
     out = proc.stdout + proc.stderr
     family = json.loads((tmp_path / "family" / "family.json").read_text())
     verdicts = {row["operation"]: row["verdict"] for row in family["operations"]}
-    assert verdicts == dict.fromkeys(SIBLINGS, "CERTIFIED"), f"{verdicts}\n{_failures(tmp_path / 'family')}"
-    assert proc.returncode == 0 and family["verdict"] == "CERTIFIED", out[-3000:]
+    assert verdicts == dict.fromkeys(SIBLINGS, "PARTIAL"), f"{verdicts}\n{_failures(tmp_path / 'family')}"
+    assert proc.returncode == PARTIAL and family["verdict"] == "PARTIAL", out[-3000:]
     for op in SIBLINGS:
         report = json.loads((tmp_path / "family" / op / "report.json").read_text())
         assert (report["backend"]["name"], report["spec"]["operation"]) == ("llm_datadist", op)
+        bad = [t["id"] for t in report["tests"] if t["outcome"] in ("failed", "error", "flaky")]
+        assert not bad, f"{op}: {bad}\n{_failures(tmp_path / 'family')}"
+        assert all("hypothesis profile quick" in r for r in report["completeness"]["reasons"]), (op, report["completeness"])
 
 
 def _failures(family: Path) -> str:
