@@ -31,13 +31,14 @@ from conformance_tests.cli.exitcodes import USAGE_ERROR
 from conformance_tests.report.model import LABEL_KIND, VerdictKind
 from conformance_tests.report.parts import Report, TestRow
 from conformance_tests.report.schema import ReportError, from_json
+from conformance_tests.running.phases import UNTIL_FAILED_OUTCOMES
 from conformance_tests.spec import Level, Spec, load_spec, operation_spec_path, specified_operations
 from conformance_tests.spec.model import HISTORY_PROCEDURE
 from mutants import reach
 from mutants.catalog import MUTANTS, Mutant
 from mutants.children import STOP_SIGNALS, Children, Stopped, raise_stopped, watch_parent
 
-CAUGHT = {"failed", "flaky", "incompatible"}
+CAUGHT = set(UNTIL_FAILED_OUTCOMES)  # a failing clause is what ends a run certify --until-failed
 LEVELS = ("must", "should")
 #: how long a mutant's failing history is shrunk: most of a matrix's time was shrinking the histories only the
 #: stateful suite fails (about 30 s each under certify's default)

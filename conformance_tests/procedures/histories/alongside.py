@@ -29,8 +29,9 @@ Beside = list[tuple[bool, list[Mover], tuple[CacheState, CacheState] | None]]
 
 
 def rules(movers: tuple[Mover, ...], made: Bundle[Any]) -> dict[str, Callable[..., MultipleResults[Any]]]:
-    """A rule per operation alongside (:func:`.movers.alongside_movers`), named ``with_<method>`` (sorting after the run's own rules: a shrink moves
-    towards the first rules, and a history must shrink to the run's own transfers first)."""
+    """A rule per operation alongside (:func:`.movers.alongside_movers`), named ``with_<method>`` (sorting after
+    the run's own rules: a shrink moves towards the first rules, and a history must shrink to the run's own
+    transfers first)."""
     out = {}
     for mover in movers:
         rule_of = blocks_rule if mover.op.lists else pull_rule

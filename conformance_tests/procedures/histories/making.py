@@ -43,8 +43,7 @@ class Making:
         blocks = self.blocks if blocks is None else blocks
         model_id = self.model_id(data, node, name) if blocks else None
         # a blocks cache is bound to its key; a contiguous one is not, whatever the layout it mirrors was
-        desc = desc.with_(blocks=True, model_id=model_id) if model_id is not None else desc.with_(blocks=False,
-                                                                                                  model_id=None)
+        desc = desc.with_(blocks=model_id is not None, model_id=model_id)
         register = h.dom.can_register and (registered if registered is not None
                                             else data.draw(st.booleans(), label=f"{name} registered"))
         if register:

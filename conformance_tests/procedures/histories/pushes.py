@@ -165,7 +165,7 @@ def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause:
     expect = overtime(h, plan, outcome, given)
     obs = judge(bed, push, outcome, expect, clause.id, f"{label}: {plan.describe()}",
                 settle_until=outcome.started + settle_s if settle_s else 0.0)
-    left(world, plan.link, plan.client, plan.src, outcome, timed_out=expect is not given and allows_success(given))
+    left(world, plan.link, plan.client, plan.src, outcome, given, expect)
     observed(bed, obs)
     bed.rec.verdict = []
     return outcome
@@ -193,7 +193,7 @@ def judge_transfer(h: HistoryRun, bed: HistoryBed, world: World, client: NodeSta
     given = clause_envelope(clause)
     expect = overtime_of(h, client, src, outcome, given)
     obs = judge(bed, push, outcome, expect, clause.id, label)
-    left(world, link, client, src, outcome, timed_out=expect is not given and allows_success(given))
+    left(world, link, client, src, outcome, given, expect)
     if outcome.exc is not None and in_time:
         raised_in_time(bed, push, outcome, client.timeout_ms / 1000, clause.id, label)
     observed(bed, obs)
@@ -201,18 +201,20 @@ def judge_transfer(h: HistoryRun, bed: HistoryBed, world: World, client: NodeSta
     return outcome
 
 
-def left(world: World, link: tuple[int, int], client: NodeState, src: CacheState, outcome: Outcome, *,
-         timed_out: bool) -> None:
-    """What a transfer over ``link`` left it: ``faulted`` where it raised under a fault, or timed out
-    (``timed_out``: a transfer its clause lets succeed raised past a budget its bytes may need, which the overtime
-    envelope excused; one its clause expects refused is a refusal however long it took), not where it succeeded
-    (which clause judges the next transfer over the link as it is); ``at_risk`` where it could have timed out,
-    whatever it did (whether the link is made again before the next valid transfer: timing must not decide that)."""
+def left(world: World, link: tuple[int, int], client: NodeState, src: CacheState, outcome: Outcome,
+         given: Expectation, expect: Expectation) -> None:
+    """What a transfer over ``link`` left it: ``faulted`` where it raised under a fault, or timed out (its clause,
+    ``given``, lets it succeed, and it raised past a budget its bytes may need, which the overtime envelope excused:
+    ``expect`` is not ``given``; one its clause expects refused is a refusal however long it took), not where it
+    succeeded (which clause judges the next transfer over the link as it is); ``at_risk`` where it could have timed
+    out, whatever it did (whether the link is made again before the next valid transfer: timing must not decide
+    that)."""
     state = world.links.get(link)
     if state is None:
         return
-    if client.faulty or client.timeout_ms < natural_ms_of(src):
+    if could_time_out(client, src):
         state.at_risk = True
+    timed_out = expect is not given and allows_success(given)
     if outcome.exc is not None and (client.faulty or timed_out):
         state.faulted = True
     elif outcome.exc is None:
@@ -238,9 +240,15 @@ def overtime_of(h: HistoryRun, client: NodeState, src: CacheState, outcome: Outc
     """:func:`overtime` of any transfer ``client`` makes from ``src`` (a push's, a pull's, a move of blocks)."""
     if h.overtime is None or outcome.exc is None or outcome.seconds * 1000 < client.timeout_ms:
         return expect
-    if client.faulty or client.timeout_ms < natural_ms_of(src):
+    if could_time_out(client, src):
         return envelope([expect, h.overtime.expect])
     return expect
+
+
+def could_time_out(client: NodeState, src: CacheState) -> bool:
+    """Whether a transfer ``client`` makes from ``src`` may time out with nothing wrong: under a fault injected on
+    it, or a budget below what its bytes may take (:func:`natural_ms_of`)."""
+    return client.faulty or client.timeout_ms < natural_ms_of(src)
 
 
 #: what a push with no fault may take on a loaded machine before its bytes count (scheduling, a collection, a
