@@ -109,6 +109,19 @@ def is_flaky(report: pytest.TestReport) -> bool:
     return bool(report.failed and data and (data.get("result") or {}).get("outcome") == "flaky")
 
 
+def _ended_earlier(exc: BaseException) -> str | None:
+    """What ended a run of an example that hypothesis found drawing differently from an earlier run of it
+    (FlakyStrategyDefinition): hypothesis raises it while handling that run's own exception, which is then the
+    first thing a reader needs (a failure that came earlier on this run: timing, or a backend whose state
+    carried over), and which its text alone does not give."""
+    from hypothesis.errors import FlakyStrategyDefinition
+
+    cause = exc.__context__
+    if not isinstance(exc, FlakyStrategyDefinition) or cause is None or isinstance(cause, FlakyStrategyDefinition):
+        return None
+    return f"this run of the example ended earlier, raising {_exception_text(cause)}"
+
+
 def _message(call: pytest.CallInfo[Any] | None, rep: pytest.TestReport) -> str:
     if call is not None and call.excinfo is not None:
         exc = call.excinfo.value
@@ -117,6 +130,9 @@ def _message(call: pytest.CallInfo[Any] | None, rep: pytest.TestReport) -> str:
             # the failure hypothesis saw first leads; its own text ("produces unreliable results") follows
             inner = [_exception_text(e) for e in getattr(exc, "exceptions", ())]
             text = "\n".join(["flaky: the example failed, then passed when hypothesis ran it again", *inner, text])
+        ended = _ended_earlier(exc)
+        if ended is not None:
+            text += "\n" + ended
         notes = getattr(exc, "__notes__", None) or []
         if notes:
             text += "\n" + "\n".join(str(n) for n in notes)

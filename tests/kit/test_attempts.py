@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from conformance_tests.running.attempts import settled
@@ -141,3 +141,26 @@ def test_a_reproducible_failure_is_not_flaky():
     assert not replayed_and_passed(call)
     rep = SimpleNamespace(when="call", failed=True, passed=False, skipped=False, longreprtext="")
     assert phase_outcome(rep, "must", "bytes differ", False) == ("failed", "bytes differ")
+
+
+def test_an_example_that_ended_earlier_on_a_later_run_says_what_ended_it():
+    """A run of an example that fails sooner than an earlier run of it (timing; a backend whose state carried
+    over) makes hypothesis raise FlakyStrategyDefinition, whose text says only that the draws differed: the row's
+    message also gives the exception that ended that run."""
+    calls = iter(range(10_000))
+
+    @settings(database=None, derandomize=True, max_examples=1, phases=[Phase.generate, Phase.shrink])
+    @given(st.data())
+    def fails_sooner_when_run_again(data: st.DataObject) -> None:
+        data.draw(st.integers(0, 10))
+        assert next(calls) == 0, "bytes differ at step 1"
+        data.draw(st.integers(0, 10))
+        raise AssertionError("bytes differ at step 2")
+
+    call = pytest.CallInfo.from_call(fails_sooner_when_run_again, when="call")
+    assert call.excinfo is not None and call.excinfo.typename == "FlakyStrategyDefinition", call.excinfo
+    assert not replayed_and_passed(call)
+    rep = SimpleNamespace(when="call", failed=True, passed=False, skipped=False, longreprtext="")
+    message = _message(call, rep)  # type: ignore[arg-type]
+    assert message.startswith("FlakyStrategyDefinition: "), message
+    assert "this run of the example ended earlier, raising bytes differ at step 1" in message, message
