@@ -1193,6 +1193,75 @@ class short_past_128_addresses(_DropsLastByte):
                    if e.is_registered) > COUNT_MUTANT_ADDRESSES
 
 
+class _CopiesShortWhenCrowded(_DropsLastByte):
+    """:class:`_DropsLastByte` on the siblings' copies too: push_blocks' block slices and a pull's one copy (their
+    own certify runs judge them; push_cache's mutants above are certified against push_cache's spec alone)."""
+
+    def _block_slices(self, a, link, local, remote, src_layer, dst_layer):  # type: ignore[no-untyped-def]
+        pairs = super()._block_slices(a, link, local, remote, src_layer, dst_layer)
+        return _one_byte_short(pairs) if self.crowded(link) else pairs
+
+    def _pull_copy(self, a, link, pairs):  # type: ignore[no-untyped-def]
+        super()._pull_copy(a, link, _one_byte_short(pairs) if self.crowded(link) else pairs)
+
+
+def _one_byte_short(pairs: Any) -> Any:
+    return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
+
+
+def _crowded_caches(link: Any) -> bool:
+    """The node the transfer's key names holds more than COUNT_MUTANT_CACHES caches."""
+    return len(link.server.caches) > COUNT_MUTANT_CACHES
+
+
+def _crowded_links(manager: Any) -> bool:
+    """The calling node holds more than COUNT_MUTANT_LINKS links."""
+    engine = manager.engine
+    return sum(1 for c, _ in engine.fabric.links if c == engine.cluster_id) > COUNT_MUTANT_LINKS
+
+
+@mutant(f"pushes blocks one byte short once the remote node holds more than {COUNT_MUTANT_CACHES} caches",
+        ("push_blocks.data.counts",), reaches=("caches_per_node=maximum",))
+class blocks_short_past_eight_caches(_CopiesShortWhenCrowded):
+    def crowded(self, link):  # type: ignore[no-untyped-def]
+        return _crowded_caches(link)
+
+
+@mutant(f"pushes blocks one byte short from a node holding more than {COUNT_MUTANT_LINKS} links",
+        ("push_blocks.data.counts",), reaches=("links_per_node=maximum",))
+class blocks_short_past_two_links(_CopiesShortWhenCrowded):
+    def crowded(self, link):  # type: ignore[no-untyped-def]
+        return _crowded_links(self)
+
+
+@mutant(f"pulls one byte short once the remote node holds more than {COUNT_MUTANT_CACHES} caches",
+        ("pull_cache.data.counts",), reaches=("caches_per_node=maximum",))
+class pull_short_past_eight_caches(_CopiesShortWhenCrowded):
+    def crowded(self, link):  # type: ignore[no-untyped-def]
+        return _crowded_caches(link)
+
+
+@mutant(f"pulls one byte short into a node holding more than {COUNT_MUTANT_LINKS} links",
+        ("pull_cache.data.counts",), reaches=("links_per_node=maximum",))
+class pull_short_past_two_links(_CopiesShortWhenCrowded):
+    def crowded(self, link):  # type: ignore[no-untyped-def]
+        return _crowded_links(self)
+
+
+@mutant(f"pulls blocks one byte short once the remote node holds more than {COUNT_MUTANT_CACHES} caches",
+        ("pull_blocks.data.counts",), reaches=("caches_per_node=maximum",))
+class pull_blocks_short_past_eight_caches(_CopiesShortWhenCrowded):
+    def crowded(self, link):  # type: ignore[no-untyped-def]
+        return _crowded_caches(link)
+
+
+@mutant(f"pulls blocks one byte short into a node holding more than {COUNT_MUTANT_LINKS} links",
+        ("pull_blocks.data.counts",), reaches=("links_per_node=maximum",))
+class pull_blocks_short_past_two_links(_CopiesShortWhenCrowded):
+    def crowded(self, link):  # type: ignore[no-untyped-def]
+        return _crowded_links(self)
+
+
 # ---------------------------------------------------------------- push_blocks (spec/push_blocks.yaml)
 # Each overrides a hook of the reference's push_blocks path only (reference_impl/push_blocks.py): its own check
 # order, its block slices, its own checks; what push_cache shares with it is left alone.

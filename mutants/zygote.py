@@ -69,11 +69,9 @@ def warm() -> None:
     from conformance_tests.report.schema import ReportError, validate_report
     from conformance_tests.spec import load_spec, operation_spec_path, specified_operations
 
-    # twice: a spec that shares another's types is keyed by that file's stamp too once it has been loaded
-    for _ in range(2):
-        load_spec()  # the default (push_cache) spec, by its default path
-        for api in specified_operations():
-            load_spec(operation_spec_path(api))
+    load_spec()  # the default (push_cache) spec, by its default path
+    for api in specified_operations():
+        load_spec(operation_spec_path(api))
     with contextlib.suppress(ReportError):  # the report schema's validator, checked once
         validate_report({})
     environment().get_template("report.html.j2")  # compiled once (jinja checks the file's stamp on each use)

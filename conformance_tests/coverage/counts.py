@@ -1,8 +1,8 @@
-"""The coverage dimensions of kind ``counts``: how many of a thing exist when a push is made (caches on its
-destination node, links its source node made, addresses registered on its destination node, pushes running at
-once), in range classes over the dimension's [min, max] and, where the spec names a clause for it, one past max.
+"""The coverage dimensions of kind ``counts``: how many of a thing exist when a transfer is made (caches on the
+node its key names, links its calling node made, addresses registered on the node its key names, pushes running
+at once), in range classes over the dimension's [min, max] and, where the spec names a clause for it, one past max.
 
-The kit's procedures know the counts when they push (procedures/counts.py); they record
+The kit's procedures know the counts when they transfer (procedures/counts.py); they record
 :func:`conformance_tests.coverage.measure.count_keys`.
 """
 

@@ -1,18 +1,20 @@
 """Coverage by construction of the spec's ``counts`` dimensions: in every run, one test per dimension builds the
-minimum, an interior count and the maximum of what it counts and pushes at each, judged by the clause its
-``covered_by`` names (and, where it has one, a test of its ``past`` clause goes one past max):
+minimum, an interior count and the maximum of what it counts and makes the run's transfer at each, judged by the
+clause its ``covered_by`` names (and, where it has one, a test of its ``past`` clause goes one past max).  The
+caches counted are the ones a key names (on the server: a push's destination, a pull's source); the transfer is
+the spec's operation (``operation``: its key, its local cache, batch entries or block lists):
 
-- caches_per_node: caches made one after another on the destination node; a push into the first made at the
-  minimum, into the last made at an interior count, into the last and the first at the maximum;
-- links_per_node: the source node linked to one peer after another; a push to the newest peer each time, and to
-  every peer once it holds the maximum;
-- registered_addresses: registered caches on the destination node adding up to the count (a push into the newest,
-  and at the maximum into the first too); past: one more registration above max, which may be refused (nothing
-  written) or accepted (then its push is judged by the past clause);
+- caches_per_node: caches made one after another on the server; a transfer with the first made at the minimum,
+  with the last made at an interior count, with the last and the first at the maximum;
+- links_per_node: the client linked to one server after another; a transfer with the newest server each time,
+  and with every server once it holds the maximum;
+- registered_addresses: registered caches on the server adding up to the count (a transfer with the newest, and
+  at the maximum with the first too); past: one more registration above max, which may be refused (nothing
+  written) or accepted (then its transfer is judged by the past clause);
 - pushes_at_once: that many threads pushing at once into caches of their own (concurrency.py judges each).
 
-Every push is judged exactly (its expect), every other cache and guard band unchanged; the count is recorded with
-the push as the coverage's keys (coverage/counts.py).
+Every transfer is judged exactly (its expect), every other cache and guard band unchanged; the count is recorded
+with the transfer as the coverage's keys (coverage/counts.py).
 """
 
 from __future__ import annotations
@@ -66,19 +68,22 @@ def interior(low: int, high: int, step: int = 1) -> int:
 
 
 class CountsBed:
-    """A cluster for one counts test: nodes ``n0`` (sources, the scenario's local node) and ``n1``... (destinations,
-    its remote node), pushes judged one by one and recorded with their counts."""
+    """A cluster for one counts test: node ``n0`` (the client, the scenario's local node: the cache the call passes)
+    and ``n1``... (servers, its remote node: the caches the key names), transfers judged one by one and recorded with
+    their counts."""
 
     def __init__(self, run: RunContext, clause: Clause, item: Item, servers: int) -> None:
         self.run, self.clause, self.item = run, clause, item
+        self.op = run.spec.operation
         self.bed = HistoryBed(run, label=f"counts ({item.key})")
         scen = clause.scenario
         self.nodes = [NodeState(0, "n0", 1, scen.local.role, 0, dict(scen.local.options))] + [
             NodeState(i, f"n{i}", i + 1, scen.remote.role, 0, dict(scen.remote.options)) for i in range(1, servers + 1)]
         self.bed.open_nodes(self.nodes)
-        self.sources: dict[int, CacheInfo] = {}
+        self.locals: dict[int, CacheInfo] = {}
+        self.model_ids: dict[str, int] = {}  # a keyed blocks cache's model id, by cache name
         self.links = 0
-        self.pushes = 0
+        self.transfers = 0
 
     def close(self) -> None:
         self.bed.close()
@@ -88,41 +93,68 @@ class CountsBed:
         self.links += 1
 
     def relink(self, server: int) -> None:
-        """A fresh link to ``server``: a link syncs the server's cache table once, at its first push (facts §1.3
-        link-time check), so the caches made since the last push are seen only over a new link."""
+        """A fresh link to ``server``: a link syncs the server's cache table once, at its first transfer (facts
+        §1.3 link-time check), so the caches made since the last transfer are seen only over a new link."""
         if self.links:
             self.bed.unlink_nodes(self.nodes[0], self.nodes[server])
             self.links -= 1
         self.link(server)
 
-    def source(self, num_tensors: int) -> CacheInfo:
-        """An allocated source cache of ``num_tensors`` tensors on n0 (one per tensor count), random bytes."""
-        if num_tensors not in self.sources:
-            desc = self.clause.scenario.src.with_(num_tensors=num_tensors, register=False)
-            info = self.bed.make_cache(f"s{num_tensors}", "n0", desc)
-            self.bed.fill_random(info)
-            self.sources[num_tensors] = info
-        return self.sources[num_tensors]
+    def local(self, num_tensors: int) -> CacheInfo:
+        """The cache of ``num_tensors`` tensors on n0 the call passes (one per tensor count, allocated): a push's
+        source, random bytes; a pull's destination, sentinel bytes (each pull's bytes judged from then on)."""
+        if num_tensors not in self.locals:
+            scen = self.clause.scenario
+            desc = (scen.dst if self.op.pulls else scen.src).with_(num_tensors=num_tensors, register=False,
+                                                                   model_id=None)
+            info = self.bed.make_cache(f"l{num_tensors}", "n0", desc)
+            (self.bed.fill_sentinel if self.op.pulls else self.bed.fill_random)(info)
+            self.locals[num_tensors] = info
+        return self.locals[num_tensors]
 
-    def destination(self, server: int, num_tensors: int | None = None, *, register: bool = False) -> CacheInfo:
-        desc = self.clause.scenario.dst
+    def keyed(self, server: int, num_tensors: int | None = None, *, register: bool = False) -> CacheInfo:
+        """A new cache on ``server`` a key names: a push's destination (sentinel bytes), a pull's source (random
+        bytes); a blocks cache is bound to a model id of its own (its BlocksCacheKey)."""
+        scen, name = self.clause.scenario, self.bed.new_name()
+        desc = scen.src if self.op.pulls else scen.dst
+        if desc.blocks:
+            desc = desc.with_(model_id=len(self.model_ids))
+            self.model_ids[name] = len(self.model_ids)
         desc = desc.with_(num_tensors=num_tensors if num_tensors is not None else desc.num_tensors,
                           register=register or None)
-        info = self.bed.make_cache(self.bed.new_name(), self.nodes[server].name, desc, guard=register)
-        self.bed.fill_sentinel(info)
+        info = self.bed.make_cache(name, self.nodes[server].name, desc, guard=register)
+        (self.bed.fill_random if self.op.pulls else self.bed.fill_sentinel)(info)
         return info
 
-    def push(self, dst: CacheInfo, counts: dict[str, int], what: str) -> None:
-        """Push ``dst``'s batch entry ``pushes % batch`` from the source of its tensor count, judged by the clause's
-        expect; the judged bytes are what ``dst`` holds from then on."""
-        bed, server = self.bed, next(n for n in self.nodes if n.name == dst.node_name)
-        src = self.source(dst.num_tensors)
-        entry = self.pushes % dst.batch
-        self.pushes += 1
-        key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [server.cluster_id, dst.cache.cache_id, entry]),
-                    f"api.CacheKeyByIdAndIndex({server.cluster_id}, {dst.name}.cache_id, {entry})")
-        call = Call({"dst_cache_key": key, "src_cache": Value(src.cache, src.name),
-                     "src_batch_index": Value(0, "0")}, self.run.spec.api)
+    def key(self, server: NodeState, keyed: CacheInfo, entry: int) -> Value:
+        """The key naming ``keyed`` on ``server``: its BlocksCacheKey (a blocks cache), else entry ``entry`` of it by
+        id and index."""
+        api, model_id = self.bed.api, self.model_ids.get(keyed.name)
+        if model_id is not None:
+            return Value(Deferred(api.BlocksCacheKey, [server.cluster_id, model_id]),
+                         f"api.BlocksCacheKey({server.cluster_id}, {model_id})")
+        return Value(Deferred(api.CacheKeyByIdAndIndex, [server.cluster_id, keyed.cache.cache_id, entry]),
+                     f"api.CacheKeyByIdAndIndex({server.cluster_id}, {keyed.name}.cache_id, {entry})")
+
+    def transfer(self, keyed: CacheInfo, counts: dict[str, int], what: str) -> None:
+        """The run's transfer between entry (block) ``transfers % batch`` of ``keyed`` and entry 0 of the local
+        cache of its tensor count, judged by the clause's expect; the judged bytes are what its destination holds
+        from then on."""
+        bed, op = self.bed, self.op
+        server = next(n for n in self.nodes if n.name == keyed.node_name)
+        local = self.local(keyed.num_tensors)
+        entry = self.transfers % keyed.batch
+        self.transfers += 1
+        src, dst = (keyed, local) if op.pulls else (local, keyed)
+        src_entry, dst_entry = (entry, 0) if op.pulls else (0, entry)
+        values = {op.key: self.key(server, keyed, entry), op.cache: Value(local.cache, local.name)}
+        if op.lists:
+            values |= {op.src_entries: Value([src_entry], repr([src_entry])),
+                       op.dst_entries: Value([dst_entry], repr([dst_entry]))}
+        else:
+            local_entries = op.dst_entries if op.pulls else op.src_entries
+            values[local_entries] = Value(0, "0")
+        call = Call(values, self.run.spec.api, key=op.key, key_entries=op.key_entries)
         bed.rec.comment(f"{what}: {counts}")
         self.run.counters.coverage |= count_keys(self.run.spec, counts)
         push = bed.aimed("n0", server.name, src, dst, call)
@@ -136,48 +168,49 @@ def _caches(cb: CountsBed, it: CountItem) -> None:
     made: list[CacheInfo] = []
     for target in dict.fromkeys((it.low, interior(it.low, it.high), it.high)):
         while len(made) < target:
-            made.append(cb.destination(1))
+            made.append(cb.keyed(1))
         cb.relink(1)
-        cb.push(made[-1], {it.of: len(made)}, f"the last made of {len(made)} caches")
-    cb.push(made[0], {it.of: len(made)}, f"the first made of {len(made)} caches")
+        cb.transfer(made[-1], {it.of: len(made)}, f"the last made of {len(made)} caches")
+    cb.transfer(made[0], {it.of: len(made)}, f"the first made of {len(made)} caches")
 
 
 def _links(cb: CountsBed, it: CountItem) -> None:
-    dsts = [cb.destination(s) for s in range(1, it.high + 1)]
+    dsts = [cb.keyed(s) for s in range(1, it.high + 1)]
     for target in dict.fromkeys((it.low, interior(it.low, it.high), it.high)):
         while cb.links < target:
             cb.link(cb.links + 1)
-        cb.push(dsts[cb.links - 1], {it.of: cb.links}, f"to the newest of {cb.links} peers")
+        cb.transfer(dsts[cb.links - 1], {it.of: cb.links}, f"with the newest of {cb.links} servers")
     for dst in dsts[:-1]:
-        cb.push(dst, {it.of: cb.links}, "to every peer")
+        cb.transfer(dst, {it.of: cb.links}, "with every server")
 
 
 def _addresses(cb: CountsBed, it: CountItem) -> None:
-    """Registered caches adding up to each count (a push needs whole layers: each pushed cache holds a multiple of
-    the default tensors per layer; what is left over is registered as a cache of its own, not pushed into)."""
+    """Registered caches adding up to each count (a transfer moves whole layers: each cache moved holds a multiple
+    of the default tensors per layer; what is left over is registered as a cache of its own, moved nothing)."""
     tnpl = max(1, cb.bed.default_tnpl)
     total = 0
     pushed: list[CacheInfo] = []
     for target in dict.fromkeys((it.low, interior(it.low, it.high, tnpl), it.high)):
         size = (target - total) // tnpl * tnpl
-        pushed.append(cb.destination(1, size, register=True))
+        pushed.append(cb.keyed(1, size, register=True))
         total += size
         if target > total:
-            cb.destination(1, target - total, register=True)
+            cb.keyed(1, target - total, register=True)
             total = target
         cb.relink(1)
-        cb.push(pushed[-1], {it.of: total}, f"the newest of {total} addresses")
-    cb.push(pushed[0], {it.of: total}, f"the first of {total} addresses")
+        cb.transfer(pushed[-1], {it.of: total}, f"the newest of {total} addresses")
+    cb.transfer(pushed[0], {it.of: total}, f"the first of {total} addresses")
     if it.past:
         _past_addresses(cb, it, total, tnpl)
 
 
 def _past_addresses(cb: CountsBed, it: CountItem, total: int, tnpl: int) -> None:
-    """One registration past max: refused (then nothing may have changed) or accepted (then its push is judged)."""
+    """One registration past max: refused (then nothing may have changed) or accepted (then its transfer is
+    judged)."""
     count = {it.of: total + tnpl}
     cb.run.counters.coverage |= count_keys(cb.run.spec, count)
     try:
-        extra = cb.destination(1, tnpl, register=True)
+        extra = cb.keyed(1, tnpl, register=True)
     except HarnessError as exc:
         if not isinstance(exc.__cause__, getattr(cb.bed.api, "LLMException", ())):
             raise
@@ -188,7 +221,7 @@ def _past_addresses(cb: CountsBed, it: CountItem, total: int, tnpl: int) -> None
                  problems)
         return
     cb.relink(1)
-    cb.push(extra, count, "past the limit")
+    cb.transfer(extra, count, "past the limit")
 
 
 BUILDERS = {"caches_per_node": (_caches, lambda it: 1), "links_per_node": (_links, lambda it: it.high),

@@ -7,7 +7,6 @@ expectation form, every value of the case value language into a typed expression
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import pathlib
 from collections.abc import Mapping
@@ -87,9 +86,27 @@ def _shared_stamp(resolved: pathlib.Path) -> tuple[int, int] | None:
         return None
 
 
-@functools.lru_cache(maxsize=16)
-def _load_cached(path: str, _mtime_ns: int, _size: int, _shared_stamp: tuple[int, int] | None) -> Spec:
-    file = pathlib.Path(path)
+#: loaded specs by (resolved path, mtime, size, the stamp of the file it shares types with)
+_LOADED: dict[tuple[str, int, int, tuple[int, int] | None], Spec] = {}
+#: how many loads _LOADED keeps (a run loads the family's four specs and maybe a few of the user's)
+_KEEP = 16
+
+
+def _load_cached(path: str, mtime_ns: int, size: int, shared_stamp: tuple[int, int] | None) -> Spec:
+    key = (path, mtime_ns, size, shared_stamp)
+    spec = _LOADED.get(key)
+    if spec is None:
+        spec = _load(pathlib.Path(path))
+        if len(_LOADED) >= _KEEP:
+            _LOADED.clear()
+        _LOADED[key] = spec
+        # a first load learns the file the spec shares types with, and later loads key on its stamp too: the
+        # spec is kept under that key as well, or the next load would parse and validate it all again
+        _LOADED[(path, mtime_ns, size, _shared_stamp(pathlib.Path(path)))] = spec
+    return spec
+
+
+def _load(file: pathlib.Path) -> Spec:
     data = _read(file, file, "$", "cannot read spec", "spec file too large")
     raw = _parse_yaml(file, data)
     digest = hashlib.sha256(data)

@@ -15,7 +15,7 @@ from conformance_tests.coverage.counts import count_classes, count_dimensions
 from conformance_tests.coverage.measure import count_keys, rule_keys
 from conformance_tests.coverage.rules import rule_declared, rule_partitions
 from conformance_tests.procedures.counts import interior
-from conformance_tests.spec import SpecError, default_spec_path, load_spec
+from conformance_tests.spec import SpecError, default_spec_path, load_spec, operation_spec_path, specified_operations
 from tests.helpers.certify import certify
 
 SPEC = load_spec()
@@ -134,3 +134,25 @@ def test_a_backend_correct_only_on_the_old_counts_is_not_certified(tmp_path):
         assert "the targeted slice holds wrong bytes" in message, message
     # the first caught count is past the fake's fixed ones: the minimum passed
     assert "the last made of 1 caches" not in failed[caches.name], failed[caches.name]
+
+
+SIBLINGS = [api for api in specified_operations() if api != SPEC.api]
+
+
+@pytest.mark.parametrize("api", SIBLINGS)
+def test_each_siblings_counts_are_built_with_its_own_transfer_and_judged(api, tmp_path):
+    """Each sibling's counts (its spec's dimensions) are built by construction with that operation's own call: the
+    caches the key names counted on the server, every class reached, every transfer judged exactly (that the
+    transfer is the operation's own: its counts mutants, caught only on its copy path, mutants/catalog.py)."""
+    spec = load_spec(operation_spec_path(api))
+    dims = count_dimensions(spec)
+    assert {str(d.params["of"]) for d in dims.values()} >= {"caches_per_node", "links_per_node"}, (api, dims)
+    clauses = sorted({str(d.params[f]) for d in dims.values() for f in ("covered_by", "past") if d.params.get(f)})
+    proc = certify("--clauses", ",".join(clauses), "--report-dir", str(tmp_path), operation=("--operation", api))
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    rows = [t for t in report["tests"] if "-counts-" in t["id"]]
+    assert len(rows) == len(dims), (api, [t["id"] for t in rows])
+    assert all(t["outcome"] == "passed" for t in rows), [(t["id"], t["outcome"], t.get("message")) for t in rows]
+    unreached = report["run"]["domain_coverage"]["unreached_partitions"]
+    assert not [k for k in unreached if k.split("=")[0] in dims], (api, unreached, proc.stdout[-2000:])
+    assert report["run"]["push_calls"] > 0, report["run"]
