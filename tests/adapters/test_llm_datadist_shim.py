@@ -1,9 +1,10 @@
-"""The ``llm_datadist`` backend (nodehost) certifies the reference exposed under the vendor's module name.
+"""The ``llm_datadist`` backend (nodehost) over the reference exposed under the vendor's module name.
 
 This is the adapter a vendor runs on an Ascend host, run here over the multi-process reference: one process
 per node, only the vendor's public API, memory by address, here with the nodes on two other hosts reached over
-SSH (two sshd on loopback addresses). A full run, CERTIFIED. Skipped without NIXL (the reference's nodes move
-bytes with it), or where no SSH server can be started (not in CI: .ci/run installs openssh-server).
+SSH (two sshd on loopback addresses): every test of each operation of the family in the quick profile, none
+failing. Skipped without NIXL (the reference's nodes move bytes with it), or where no SSH server can be started
+(not in CI: .ci/run installs openssh-server).
 """
 
 from __future__ import annotations
@@ -56,31 +57,36 @@ SESSIONS_END_S = 10
 
 @needs_nixl
 @pytest.mark.starts_first
-def test_llm_datadist_with_nodes_on_two_ssh_hosts_is_certified(shim_path: Path, tmp_path: Path) -> None:
-    """The whole suite, certify profile, as a vendor with two hosts runs it: ``--backend llm_datadist`` (the
-    vendor's public API only), every node in a process on one of two other hosts reached over SSH (execnet
-    gateways; the hosts named in a config file, NODEHOST_CONFIG), bytes between them over NIXL, while strangers
-    hold idle connections to both hosts' SSH servers, send them garbage and reset connections. CERTIFIED, exit 0,
-    and both hosts ran nodes."""
+def test_llm_datadist_with_nodes_on_two_ssh_hosts_passes_every_test(shim_path: Path, tmp_path: Path) -> None:
+    """push_cache's whole suite as a vendor with two hosts runs it: ``--backend llm_datadist`` (the vendor's public
+    API only), every node in a process on one of two other hosts reached over SSH (execnet gateways; the hosts
+    named in a config file, NODEHOST_CONFIG), bytes between them over NIXL, while strangers hold idle connections
+    to both hosts' SSH servers, send them garbage and reset connections. Every test, in the quick profile (CI's
+    time: the certify profile took 5 to 6 minutes here; ``--hypothesis-profile certify`` certifies the same way),
+    so the run is partial for the profile alone, with no test failed; both hosts ran nodes, and nothing is left
+    under their SSH servers."""
     need_sshd()
     with ssh_servers(tmp_path / "ssh", env={"PYTHONPATH": f"{shim_path}:{ROOT}"}) as servers:
         # the hosts as a vendor writes them down: a config file beside their ssh_config
         config = tmp_path / "nodehost.yaml"
         config.write_text("hosts:\n" + "".join(f"  - '{h}'\n" for h in servers.hosts))
         with ssh_noise(servers.addresses) as noise:
-            proc = certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "report"), isolation=(),
-                           pythonpath=[shim_path], timeout=1500, env={"NODEHOST_CONFIG": str(config)})
+            proc = certify("--backend", "llm_datadist", "--report-dir", str(tmp_path / "report"),
+                           "--hypothesis-profile", "quick", isolation=(), pythonpath=[shim_path], timeout=1500,
+                           env={"NODEHOST_CONFIG": str(config)})
         # sshd's side of a closed session ends a moment after the kit's side (longer on a loaded machine)
         deadline = time.monotonic() + SESSIONS_END_S
         while (ran := [len(servers.sessions(i)) for i in range(2)]) != [0, 0] and time.monotonic() < deadline:
             time.sleep(0.2)
     out = proc.stdout + proc.stderr
     verdict = re.search(r"^verdict: .*$", out, re.MULTILINE)
-    assert proc.returncode == 0, (f"exit {proc.returncode}, {verdict.group(0) if verdict else out[-3000:]}\n"
-                                  f"{_failures(tmp_path / 'report')}")
+    assert proc.returncode == PARTIAL, (f"exit {proc.returncode}, {verdict.group(0) if verdict else out[-3000:]}\n"
+                                        f"{_failures(tmp_path / 'report')}")
     report = json.loads((tmp_path / "report" / "report.json").read_text())
-    assert (report["verdict"]["label"], report["backend"]["name"]) == ("CERTIFIED", "llm_datadist")
-    assert not report["verdict"]["partial"], report["verdict"]
+    assert (report["verdict"]["label"], report["backend"]["name"]) == ("PARTIAL", "llm_datadist"), report["verdict"]
+    bad = [t["id"] for t in report["tests"] if t["outcome"] in ("failed", "error", "flaky")]
+    assert not bad, f"{bad}\n{_failures(tmp_path / 'report')}"
+    assert all("hypothesis profile quick" in r for r in report["completeness"]["reasons"]), report["completeness"]
     assert noise.made > 100, f"only {noise.made} stranger connections were made"
     assert ran == [0, 0], f"processes left under the SSH servers after the run: {ran}"
 
@@ -94,9 +100,9 @@ SIBLINGS = ("push_blocks", "pull_cache", "pull_blocks")
 def test_the_siblings_through_llm_datadist_on_two_ssh_hosts_pass_every_test(shim_path: Path, tmp_path: Path) -> None:
     """push_blocks, pull_cache and pull_blocks through the same adapter as a vendor runs it (``--backend
     llm_datadist``, the vendor's public API only, every node a process on one of two SSH hosts, bytes over NIXL):
-    every test of each, from its own spec, one certify run each, in the quick profile (CI's time: push_cache's
-    certification above is the full one; `--hypothesis-profile certify` certifies the siblings the same way), so
-    each run and the family are partial for the profile alone, with no test failed."""
+    every test of each, from its own spec, one certify run each, in the quick profile (CI's time, as push_cache's
+    above; `--hypothesis-profile certify` certifies the siblings the same way), so each run and the family are
+    partial for the profile alone, with no test failed."""
     need_sshd()
     with ssh_servers(tmp_path / "ssh", env={"PYTHONPATH": f"{shim_path}:{ROOT}"}) as servers:
         config = tmp_path / "nodehost.yaml"

@@ -15,7 +15,13 @@ from conformance_tests.coverage.counts import count_classes, count_dimensions
 from conformance_tests.coverage.measure import count_keys, rule_keys
 from conformance_tests.coverage.rules import rule_declared, rule_partitions
 from conformance_tests.procedures.counts import interior
-from conformance_tests.spec import SpecError, default_spec_path, load_spec, operation_spec_path, specified_operations
+from conformance_tests.spec import (
+    SpecError,
+    default_spec_path,
+    load_spec,
+    operation_spec_path,
+    specified_operations,
+)
 from tests.helpers.certify import certify
 
 SPEC = load_spec()
