@@ -22,7 +22,8 @@ EXAMPLE = ROOT / "examples" / "third_party_backend"
 README = EXAMPLE / "README.md"
 BLOCK = re.compile(r"```sh\n(push-cache-kit certify[^`]*?)```\s*\n\s*Expected: ([^\n]+)\n", re.S)
 
-pytestmark = pytest.mark.xdist_group("test_third_party_readme")
+# no xdist group: each worker that runs one of the two commands installs the kit for itself (seconds), and the two
+# full certifications through the adapter's own process (about 100 s each) run side by side
 
 
 def _commands() -> list[tuple[str, str]]:
@@ -51,6 +52,7 @@ def vendor_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
 
 
 @pytest.mark.heavy  # two full certifications through the adapter's own process: tox -e heavy (CI) runs them
+@pytest.mark.starts_first  # one to each worker at once: the longest tests of tox -e heavy
 @pytest.mark.parametrize(("command", "expected"), _commands())
 def test_the_readme_command_gives_the_stated_verdict(vendor_folder, command, expected):
     project, env = vendor_folder
