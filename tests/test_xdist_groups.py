@@ -9,7 +9,6 @@ from tests.helpers import ROOT
 def test_the_modules_with_full_runs_in_a_module_fixture_are_grouped() -> None:
     groups = grouped_modules(ROOT / "tests", ROOT)
     assert groups == {
-        "tests/examples/test_third_party_readme.py": "test_third_party_readme",
         "tests/kit/test_family_run.py": "test_family_run",
         "tests/kit/test_hostile_reports.py": "test_hostile_reports",
         "tests/kit/test_readme_commands.py": "test_readme_commands",

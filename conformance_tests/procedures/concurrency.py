@@ -1,7 +1,7 @@
-"""The ``concurrent`` procedure: several threads push at once, one test per relation of the spec's coverage (same
-or different source node, destination node, destination cache: procedures/relation_topology.py builds the
-cluster); each push is judged exactly as if it had been the only one (on one cache, over the entries the others
-wrote)."""
+"""The ``concurrent`` procedure: several threads make the spec's transfer at once, one test per relation of the
+spec's coverage (same or different source node, destination node, destination cache: procedures/relation_topology.py
+builds the cluster; a push is made by its source node, a pull by its destination node); each transfer is judged
+exactly as if it had been the only one (on one cache, over the entries the others wrote)."""
 
 from __future__ import annotations
 
@@ -50,13 +50,24 @@ def run_concurrent(run: RunContext, clause: Clause, item: Item) -> None:
         bed.close()
 
 
+def _caller(run: RunContext, p: PushSlot) -> str:
+    """The node that makes slot ``p``'s transfer: a push's source node, a pull's destination node."""
+    return p.server if run.spec.operation.pulls else p.client
+
+
+def _keyed(run: RunContext, p: PushSlot) -> str:
+    """The node whose cache the key of slot ``p``'s transfer names: a push's destination node, a pull's source."""
+    return p.client if run.spec.operation.pulls else p.server
+
+
 def _nodes(run: RunContext, clause: Clause, names: list[str], plan: list[PushSlot]) -> list[NodeState]:
-    """The relation's nodes: a push's source node as the scenario's local node, a destination as its remote."""
+    """The relation's nodes: a node that makes a transfer as the scenario's local node, one a key names as its
+    remote."""
     scen = clause.scenario
-    servers = {p.server for p in plan}
+    keyed = {_keyed(run, p) for p in plan}
     out = []
     for i, name in enumerate(names):
-        spec = scen.remote if name in servers else scen.local
+        spec = scen.remote if name in keyed else scen.local
         out.append(NodeState(i, name, i + 1, spec.role, 0, dict(spec.options)))
     return out
 
@@ -66,27 +77,34 @@ def _run(run: RunContext, clause: Clause, bed: HistoryBed, plan: list[PushSlot],
     nodes = {n.name: n for n in _nodes(run, clause, node_names(plan), plan)}
     bed.open_nodes(list(nodes.values()))
     caches: dict[str, CacheInfo] = {}
+    model_ids: dict[str, int] = {}  # a keyed blocks cache's model id (its BlocksCacheKey), by cache name
     for p in plan:
-        if p.src not in caches:
-            caches[p.src] = bed.make_cache(p.src, p.client, scen.src)
-            bed.fill_random(caches[p.src])
-        if p.dst not in caches:
-            caches[p.dst] = bed.make_cache(p.dst, p.server, dst_desc, guard=True)
-            bed.fill_sentinel(caches[p.dst])
-    for link in dict.fromkeys((p.client, p.server) for p in plan):
+        for name, node, desc, fill in ((p.src, p.client, scen.src, bed.fill_random),
+                                       (p.dst, p.server, dst_desc, bed.fill_sentinel)):
+            if name in caches:
+                continue
+            keyed = node == _keyed(run, p) and desc.blocks
+            if keyed:
+                model_ids[name] = len(model_ids)
+            desc = desc.with_(model_id=model_ids[name] if keyed else None)
+            caches[name] = bed.make_cache(name, node, desc, guard=name == p.dst)
+            fill(caches[name])
+    for link in dict.fromkeys((_caller(run, p), _keyed(run, p)) for p in plan):
         bed.link_nodes(nodes[link[0]], nodes[link[1]])
-    calls = [_call(bed, nodes[p.server], caches[p.src], caches[p.dst], p, k) for k, p in enumerate(plan)]
-    pushes = [bed.aimed(p.client, p.server, caches[p.src], caches[p.dst], c) for p, c in zip(plan, calls, strict=True)]
+    calls = [_call(bed, nodes[_keyed(run, p)], caches[p.src], caches[p.dst], p, k, model_ids)
+             for k, p in enumerate(plan)]
+    pushes = [bed.aimed(_caller(run, p), _keyed(run, p), caches[p.src], caches[p.dst], c)
+              for p, c in zip(plan, calls, strict=True)]
     n = len(plan)
     outcomes, hung = push_at_once(bed, pushes, per_call_bound(run))
-    assert not hung, f"clause {clause.id}: concurrent pushes {hung} did not return (hang)"
+    assert not hung, f"clause {clause.id}: concurrent transfers {hung} did not return (hang)"
     run.counters.push_calls += n
     run.counters.coverage |= group_keys(run.spec, run.signature, [
         (c, caches[p.src], caches[p.dst], {"source_node": p.client, "destination_node": p.server,
                                            "destination_cache": p.dst}) for p, c in zip(plan, calls, strict=True)])
     returned = [j for j, out in enumerate(outcomes) if out.exc is None]
-    # each push over the entries the other pushes into its cache wrote (disjoint); the other destinations are
-    # judged by their own pushes
+    # each transfer over the entries the others into its cache wrote (disjoint); the other destinations are
+    # judged by their own transfers
     models = [others_into_own(bed, pushes, returned, i, bed.before) for i in range(n)]
     excused = [frozenset(q.dst for q in plan if q.dst != p.dst) for p in plan]
     for judged in judge_each(bed, pushes, outcomes, [clause.expect] * n, models, excused):
@@ -94,18 +112,35 @@ def _run(run: RunContext, clause: Clause, bed: HistoryBed, plan: list[PushSlot],
         if judged.problem:
             fail(clause.id, f"thread {i}", calls[i], judged.problem)
         if judged.problems:
-            fail(clause.id, f"thread {i}", calls[i], f"destination {plan[i].dst} is wrong after concurrent pushes",
-                 judged.problems)
+            fail(clause.id, f"thread {i}", calls[i], f"destination {plan[i].dst} is wrong after concurrent "
+                 "transfers", judged.problems)
 
 
 #: the pushes of a plan at once, each judged (procedures/counts.py runs it for its pushes_at_once counts)
 run_plan = _run
 
 
-def _call(bed: HistoryBed, server: NodeState, src: CacheInfo, dst: CacheInfo, p: PushSlot, k: int) -> Call:
-    """Push ``k`` by keyword, the parameters with defaults left to them: into ``dst``'s entry ``p.dst_batch``."""
-    key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [server.cluster_id, dst.cache.cache_id, p.dst_batch]),
-                f"api.CacheKeyByIdAndIndex({server.cluster_id}, {dst.name}.cache_id, {p.dst_batch})")
-    batch = k % src.batch
-    return Call({"dst_cache_key": key, "src_cache": Value(src.cache, src.name),
-                 "src_batch_index": Value(batch, repr(batch))}, bed.run.spec.api)
+def _call(bed: HistoryBed, keyed_node: NodeState, src: CacheInfo, dst: CacheInfo, p: PushSlot, k: int,
+          model_ids: dict[str, int]) -> Call:
+    """Transfer ``k`` by keyword, the parameters with defaults left to them: entry (block) ``k % batch`` of ``src``
+    into entry ``p.dst_batch`` of ``dst``; the key names the cache on ``keyed_node`` (a push's destination, a
+    pull's source): its BlocksCacheKey, else that entry of it by id and index."""
+    op = bed.run.spec.operation
+    keyed, local = (src, dst) if op.pulls else (dst, src)
+    src_entry = k % src.batch
+    keyed_entry = src_entry if op.pulls else p.dst_batch
+    api, cluster = bed.api, keyed_node.cluster_id
+    if keyed.name in model_ids:
+        key = Value(Deferred(api.BlocksCacheKey, [cluster, model_ids[keyed.name]]),
+                    f"api.BlocksCacheKey({cluster}, {model_ids[keyed.name]})")
+    else:
+        key = Value(Deferred(api.CacheKeyByIdAndIndex, [cluster, keyed.cache.cache_id, keyed_entry]),
+                    f"api.CacheKeyByIdAndIndex({cluster}, {keyed.name}.cache_id, {keyed_entry})")
+    values = {op.key: key, op.cache: Value(local.cache, local.name)}
+    if op.lists:
+        values |= {op.src_entries: Value([src_entry], repr([src_entry])),
+                   op.dst_entries: Value([p.dst_batch], repr([p.dst_batch]))}
+    else:
+        entry = p.dst_batch if op.pulls else src_entry
+        values[op.dst_entries if op.pulls else op.src_entries] = Value(entry, repr(entry))
+    return Call(values, bed.run.spec.api, key=op.key, key_entries=op.key_entries)

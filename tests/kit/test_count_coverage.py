@@ -162,3 +162,24 @@ def test_each_siblings_counts_are_built_with_its_own_transfer_and_judged(api, tm
     unreached = report["run"]["domain_coverage"]["unreached_partitions"]
     assert not [k for k in unreached if k.split("=")[0] in dims], (api, unreached, proc.stdout[-2000:])
     assert report["run"]["push_calls"] > 0, report["run"]
+
+
+@pytest.mark.parametrize("api", SIBLINGS)
+def test_each_siblings_concurrent_transfers_are_judged_each(api, tmp_path):
+    """Each sibling's concurrency relations and transfers at once (its spec's dimensions, covered by its concurrent
+    clause) are made with its own transfer by the node that makes it: every relation reached on the reference,
+    and a backend whose copies share one staging buffer per node with no lock fails that clause."""
+    spec = load_spec(operation_spec_path(api))
+    clause = next(str(d.params["covered_by"]) for d in count_dimensions(spec).values()
+                  if d.params["of"] == "pushes_at_once")
+    good = certify("--clauses", clause, "--report-dir", str(tmp_path / "reference"), operation=("--operation", api))
+    report = json.loads((tmp_path / "reference" / "report.json").read_text(encoding="utf-8"))
+    assert all(t["outcome"] == "passed" for t in report["tests"]), (good.stdout[-2000:], report["tests"])
+    unreached = report["run"]["domain_coverage"]["unreached_partitions"]
+    assert not [k for k in unreached if k.startswith(("concurrency=", "pushes_at_once="))], (api, unreached)
+    bad = certify("--backend", "shared_staging_backend:backend", "--clauses", clause, "--report-dir",
+                  str(tmp_path / "unsafe"), operation=("--operation", api))
+    rows = json.loads((tmp_path / "unsafe" / "report.json").read_text(encoding="utf-8"))["tests"]
+    failed = [t for t in rows if t["outcome"] == "failed"]
+    assert failed and all(t["message"].startswith(f"clause {clause} [thread ") for t in failed), (
+        api, bad.stdout[-2000:], [(t["id"], t["outcome"]) for t in rows])

@@ -190,7 +190,7 @@ def test_two_pushes_into_one_cache_are_judged_together_and_a_lost_writer_is_caug
     lost = {k for k, v in outcomes.items() if v == "failed"}
     assert lost == {"one_cache_disjoint_entries-HOST", "one_cache_disjoint_entries-DEVICE"}, outcomes
     failed = next(r for r in rows if r["outcome"] == "failed")
-    assert "wrong after concurrent pushes" in failed["message"], failed["message"]
+    assert "wrong after concurrent transfers" in failed["message"], failed["message"]
 
 
 @pytest.mark.parametrize("relation", relations(SPEC), ids=lambda r: r["name"])

@@ -39,7 +39,7 @@ RERUN = "--failed-from reports/fake-wrong-entry/report.json"
 def failing_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("failing")
     proc = certify("--backend", "mutants.catalog:ignores_src_batch_index", "--clauses", "push_cache.data.*",
-                   "--report-dir", str(out), "-q")
+                   "--report-dir", str(out), "-q", "--hypothesis-profile", "quick")
     assert proc.returncode == 1, proc.stdout[-2000:]
     return out
 
