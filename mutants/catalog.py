@@ -1158,6 +1158,11 @@ class keyed_source_moves_nothing(CacheManager):
 COUNT_MUTANT_CACHES, COUNT_MUTANT_LINKS, COUNT_MUTANT_ADDRESSES = 8, 2, 128
 
 
+def _one_byte_short(pairs: Any) -> Any:
+    """Each (source, destination) slice pair one byte shorter (a pair of one byte stays whole)."""
+    return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
+
+
 class _DropsLastByte(CacheManager):
     """Copies one byte short of each tensor's batch entry while ``crowded`` says the push's nodes hold too much."""
 
@@ -1168,21 +1173,33 @@ class _DropsLastByte(CacheManager):
         pairs = super()._layer_slices(a, link, local, remote, src_layer, dst_layer)
         if not self.crowded(link):
             return pairs
-        return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
+        return _one_byte_short(pairs)
 
 
-@mutant(f"copies one byte short once the destination node holds more than {COUNT_MUTANT_CACHES} caches",
-        ("push_cache.data.counts",), reaches=("caches_per_node=maximum",))
-class short_past_eight_caches(_DropsLastByte):
+class _PastCaches(_DropsLastByte):
+    """Crowded once the node the transfer's key names holds more than COUNT_MUTANT_CACHES caches."""
+
     def crowded(self, link):  # type: ignore[no-untyped-def]
         return len(link.server.caches) > COUNT_MUTANT_CACHES
 
 
-@mutant(f"copies one byte short from a node holding more than {COUNT_MUTANT_LINKS} links",
-        ("push_cache.data.counts",), reaches=("links_per_node=maximum",))
-class short_past_two_links(_DropsLastByte):
+class _PastLinks(_DropsLastByte):
+    """Crowded once the calling node holds more than COUNT_MUTANT_LINKS links."""
+
     def crowded(self, link):  # type: ignore[no-untyped-def]
         return sum(1 for c, _ in self.engine.fabric.links if c == self.engine.cluster_id) > COUNT_MUTANT_LINKS
+
+
+@mutant(f"copies one byte short once the destination node holds more than {COUNT_MUTANT_CACHES} caches",
+        ("push_cache.data.counts",), reaches=("caches_per_node=maximum",))
+class short_past_eight_caches(_PastCaches):
+    pass
+
+
+@mutant(f"copies one byte short from a node holding more than {COUNT_MUTANT_LINKS} links",
+        ("push_cache.data.counts",), reaches=("links_per_node=maximum",))
+class short_past_two_links(_PastLinks):
+    pass
 
 
 @mutant(f"copies one byte short once the destination node has more than {COUNT_MUTANT_ADDRESSES} addresses "
@@ -1205,61 +1222,40 @@ class _CopiesShortWhenCrowded(_DropsLastByte):
         super()._pull_copy(a, link, _one_byte_short(pairs) if self.crowded(link) else pairs)
 
 
-def _one_byte_short(pairs: Any) -> Any:
-    return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
-
-
-def _crowded_caches(link: Any) -> bool:
-    """The node the transfer's key names holds more than COUNT_MUTANT_CACHES caches."""
-    return len(link.server.caches) > COUNT_MUTANT_CACHES
-
-
-def _crowded_links(manager: Any) -> bool:
-    """The calling node holds more than COUNT_MUTANT_LINKS links."""
-    engine = manager.engine
-    return sum(1 for c, _ in engine.fabric.links if c == engine.cluster_id) > COUNT_MUTANT_LINKS
-
-
 @mutant(f"pushes blocks one byte short once the remote node holds more than {COUNT_MUTANT_CACHES} caches",
         ("push_blocks.data.counts",), reaches=("caches_per_node=maximum",))
-class blocks_short_past_eight_caches(_CopiesShortWhenCrowded):
-    def crowded(self, link):  # type: ignore[no-untyped-def]
-        return _crowded_caches(link)
+class blocks_short_past_eight_caches(_PastCaches, _CopiesShortWhenCrowded):
+    pass
 
 
 @mutant(f"pushes blocks one byte short from a node holding more than {COUNT_MUTANT_LINKS} links",
         ("push_blocks.data.counts",), reaches=("links_per_node=maximum",))
-class blocks_short_past_two_links(_CopiesShortWhenCrowded):
-    def crowded(self, link):  # type: ignore[no-untyped-def]
-        return _crowded_links(self)
+class blocks_short_past_two_links(_PastLinks, _CopiesShortWhenCrowded):
+    pass
 
 
 @mutant(f"pulls one byte short once the remote node holds more than {COUNT_MUTANT_CACHES} caches",
         ("pull_cache.data.counts",), reaches=("caches_per_node=maximum",))
-class pull_short_past_eight_caches(_CopiesShortWhenCrowded):
-    def crowded(self, link):  # type: ignore[no-untyped-def]
-        return _crowded_caches(link)
+class pull_short_past_eight_caches(_PastCaches, _CopiesShortWhenCrowded):
+    pass
 
 
 @mutant(f"pulls one byte short into a node holding more than {COUNT_MUTANT_LINKS} links",
         ("pull_cache.data.counts",), reaches=("links_per_node=maximum",))
-class pull_short_past_two_links(_CopiesShortWhenCrowded):
-    def crowded(self, link):  # type: ignore[no-untyped-def]
-        return _crowded_links(self)
+class pull_short_past_two_links(_PastLinks, _CopiesShortWhenCrowded):
+    pass
 
 
 @mutant(f"pulls blocks one byte short once the remote node holds more than {COUNT_MUTANT_CACHES} caches",
         ("pull_blocks.data.counts",), reaches=("caches_per_node=maximum",))
-class pull_blocks_short_past_eight_caches(_CopiesShortWhenCrowded):
-    def crowded(self, link):  # type: ignore[no-untyped-def]
-        return _crowded_caches(link)
+class pull_blocks_short_past_eight_caches(_PastCaches, _CopiesShortWhenCrowded):
+    pass
 
 
 @mutant(f"pulls blocks one byte short into a node holding more than {COUNT_MUTANT_LINKS} links",
         ("pull_blocks.data.counts",), reaches=("links_per_node=maximum",))
-class pull_blocks_short_past_two_links(_CopiesShortWhenCrowded):
-    def crowded(self, link):  # type: ignore[no-untyped-def]
-        return _crowded_links(self)
+class pull_blocks_short_past_two_links(_PastLinks, _CopiesShortWhenCrowded):
+    pass
 
 
 # ---------------------------------------------------------------- push_blocks (spec/push_blocks.yaml)
@@ -1562,7 +1558,7 @@ class blocks_short_for_8_byte_types(CacheManager):
         pairs = super()._block_slices(a, link, local, remote, src_layer, dst_layer)
         if a.src_cache.cache_desc.data_type not in (DataType.DT_INT64, DataType.DT_UINT64, DataType.DT_DOUBLE):
             return pairs
-        return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
+        return _one_byte_short(pairs)
 
 
 @mutant("moves nothing from a device source into a host destination", ("push_blocks.data.placements",))
@@ -2010,7 +2006,7 @@ class pull_short_for_8_byte_types(CacheManager):
         pairs = super()._pull_cache_slices(a, local, remote)
         if a.cache.cache_desc.data_type not in (DataType.DT_INT64, DataType.DT_UINT64, DataType.DT_DOUBLE):
             return pairs
-        return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
+        return _one_byte_short(pairs)
 
 
 @mutant("drops every tensor pair naming a tensor at index 8 or above", ("pull_cache.data.any_setup",))
@@ -2392,7 +2388,7 @@ class pull_blocks_short_for_8_byte_types(CacheManager):
         pairs = super()._pull_blocks_slices(a, local, remote)
         if a.cache.cache_desc.data_type not in (DataType.DT_INT64, DataType.DT_UINT64, DataType.DT_DOUBLE):
             return pairs
-        return [(s[:-1], d[:-1]) if len(s) > 1 else (s, d) for s, d in pairs]
+        return _one_byte_short(pairs)
 
 
 @mutant("drops every pair naming a block at index 8 or above (pull_blocks)", ("pull_blocks.data.any_setup",))

@@ -6,7 +6,7 @@ exactly as if it had been the only one (on one cache, over the entries the other
 from __future__ import annotations
 
 from ..coverage.measure import group_keys, relations
-from ..inputs.values import Deferred, Value
+from ..inputs.values import Value
 from ..judging.judge import fail
 from ..running.context import RunContext
 from ..spec import CacheSpec, Clause
@@ -17,6 +17,7 @@ from .histories.bed import HistoryBed
 from .histories.world import NodeState
 from .registry import Item, procedure
 from .relation_topology import PushSlot, node_names, pushes_for, slots
+from .transfer_keys import batch_key, blocks_key, one_entry_each
 
 #: the relation of the spec's first concurrent test, where the spec names no relations
 DISTINCT_CACHES = {"name": "check", "source_node": "same", "destination_node": "same", "destination_cache": "different"}
@@ -130,17 +131,7 @@ def _call(bed: HistoryBed, keyed_node: NodeState, src: CacheInfo, dst: CacheInfo
     src_entry = k % src.batch
     keyed_entry = src_entry if op.pulls else p.dst_batch
     api, cluster = bed.api, keyed_node.cluster_id
-    if keyed.name in model_ids:
-        key = Value(Deferred(api.BlocksCacheKey, [cluster, model_ids[keyed.name]]),
-                    f"api.BlocksCacheKey({cluster}, {model_ids[keyed.name]})")
-    else:
-        key = Value(Deferred(api.CacheKeyByIdAndIndex, [cluster, keyed.cache.cache_id, keyed_entry]),
-                    f"api.CacheKeyByIdAndIndex({cluster}, {keyed.name}.cache_id, {keyed_entry})")
-    values = {op.key: key, op.cache: Value(local.cache, local.name)}
-    if op.lists:
-        values |= {op.src_entries: Value([src_entry], repr([src_entry])),
-                   op.dst_entries: Value([p.dst_batch], repr([p.dst_batch]))}
-    else:
-        entry = p.dst_batch if op.pulls else src_entry
-        values[op.dst_entries if op.pulls else op.src_entries] = Value(entry, repr(entry))
+    key = (blocks_key(api, cluster, model_ids[keyed.name]) if keyed.name in model_ids
+           else batch_key(api, cluster, keyed.cache.cache_id, keyed_entry, f"{keyed.name}.cache_id"))
+    values = {op.key: key, op.cache: Value(local.cache, local.name), **one_entry_each(op, src_entry, p.dst_batch)}
     return Call(values, bed.run.spec.api, key=op.key, key_entries=op.key_entries)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..coverage.counts import count_dimensions
 from ..coverage.measure import count_keys
-from ..inputs.values import Deferred, Value
+from ..inputs.values import Value
 from ..judging.judge import fail, judge
 from ..judging.observation import Observation
 from ..running.context import RunContext
@@ -37,6 +37,7 @@ from .histories.bed import HistoryBed
 from .histories.world import NodeState
 from .registry import GENERATED, Item, Procedure, procedure
 from .relation_topology import slots
+from .transfer_keys import batch_key, blocks_key, one_entry_each
 
 
 @dataclass(frozen=True)
@@ -131,10 +132,8 @@ class CountsBed:
         id and index."""
         api, model_id = self.bed.api, self.model_ids.get(keyed.name)
         if model_id is not None:
-            return Value(Deferred(api.BlocksCacheKey, [server.cluster_id, model_id]),
-                         f"api.BlocksCacheKey({server.cluster_id}, {model_id})")
-        return Value(Deferred(api.CacheKeyByIdAndIndex, [server.cluster_id, keyed.cache.cache_id, entry]),
-                     f"api.CacheKeyByIdAndIndex({server.cluster_id}, {keyed.name}.cache_id, {entry})")
+            return blocks_key(api, server.cluster_id, model_id)
+        return batch_key(api, server.cluster_id, keyed.cache.cache_id, entry, f"{keyed.name}.cache_id")
 
     def transfer(self, keyed: CacheInfo, counts: dict[str, int], what: str) -> None:
         """The run's transfer between entry (block) ``transfers % batch`` of ``keyed`` and entry 0 of the local
@@ -147,13 +146,8 @@ class CountsBed:
         self.transfers += 1
         src, dst = (keyed, local) if op.pulls else (local, keyed)
         src_entry, dst_entry = (entry, 0) if op.pulls else (0, entry)
-        values = {op.key: self.key(server, keyed, entry), op.cache: Value(local.cache, local.name)}
-        if op.lists:
-            values |= {op.src_entries: Value([src_entry], repr([src_entry])),
-                       op.dst_entries: Value([dst_entry], repr([dst_entry]))}
-        else:
-            local_entries = op.dst_entries if op.pulls else op.src_entries
-            values[local_entries] = Value(0, "0")
+        values = {op.key: self.key(server, keyed, entry), op.cache: Value(local.cache, local.name),
+                  **one_entry_each(op, src_entry, dst_entry)}
         call = Call(values, self.run.spec.api, key=op.key, key_entries=op.key_entries)
         bed.rec.comment(f"{what}: {counts}")
         self.run.counters.coverage |= count_keys(self.run.spec, counts)

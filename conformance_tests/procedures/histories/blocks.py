@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, MultipleResults, multiple
 
-from ...inputs.values import Deferred, Value
+from ...inputs.values import Value
 from ...testbed.testbed import Call, Outcome
+from ..transfer_keys import blocks_key
 from .movers import Mover, choose_pair, mover_rule, opening_pairs, own
 from .pushes import HistoryRun, judge_transfer
 from .world import CacheState, NodeState
@@ -121,8 +122,7 @@ def move_between(m: HistoryMachine, data: Any, client: NodeState, server: NodeSt
 
 def key_of(m: HistoryMachine, server: NodeState, model_id: int) -> Value:
     """The BlocksCacheKey naming ``server``'s blocks cache bound to ``model_id``."""
-    return Value(Deferred(m.bed.api.BlocksCacheKey, [server.cluster_id, model_id]),
-                 f"api.BlocksCacheKey({server.cluster_id}, {model_id})")
+    return blocks_key(m.bed.api, server.cluster_id, model_id)
 
 
 def call_of(m: HistoryMachine, move: BlocksMove, mover: Mover, key: Value | None = None) -> Call:

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, MultipleResults, multiple
 
-from ...inputs.values import Deferred, Value
+from ...inputs.values import Value
 from ...testbed.testbed import Call, Outcome
+from ..transfer_keys import batch_key
 from .movers import Mover, choose_pair, mover_rule, opening_pairs, own
 from .pushes import HistoryRun, judge_transfer
 from .world import CacheState, NodeState
@@ -131,8 +132,7 @@ def pull_between(m: HistoryMachine, data: Any, client: NodeState, server: NodeSt
 
 def key_of(m: HistoryMachine, server: NodeState, cache_id: int, batch: int, code: str | None = None) -> Value:
     """The CacheKeyByIdAndIndex naming entry ``batch`` of ``server``'s cache ``cache_id`` (``code``: the id's)."""
-    return Value(Deferred(m.bed.api.CacheKeyByIdAndIndex, [server.cluster_id, cache_id, batch]),
-                 f"api.CacheKeyByIdAndIndex({server.cluster_id}, {code or cache_id}, {batch})")
+    return batch_key(m.bed.api, server.cluster_id, cache_id, batch, code)
 
 
 def call_of(m: HistoryMachine, pull: Pull, mover: Mover, key: Value | None = None) -> Call:
