@@ -3,6 +3,7 @@ attempt in ``rerun``; a failed phase that will run again has outcome ``rerun``),
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -164,3 +165,41 @@ def test_an_example_that_ended_earlier_on_a_later_run_says_what_ended_it():
     message = _message(call, rep)  # type: ignore[arg-type]
     assert message.startswith("FlakyStrategyDefinition: "), message
     assert "this run of the example ended earlier, raising bytes differ at step 1" in message, message
+
+
+def test_a_history_whose_replay_drew_differently_names_what_its_first_run_failed_with():
+    """A failed history that hypothesis replays, and whose replay draws less (its failure came from timing, or
+    from a backend's state), ends in FlakyStrategyDefinition with no failure on that run: the row's message gives
+    the failure of the first run, which the reader needs and hypothesis's text leaves out."""
+    from hypothesis.stateful import RuleBasedStateMachine, rule
+
+    from conformance_tests.procedures.histories import run_machine
+    from conformance_tests.procedures.histories.delays import Turns
+
+    runs = iter(range(10_000))
+
+    class History(RuleBasedStateMachine):
+        turns = Turns()
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.index, self.first = self.turns.take(), next(runs) == 0
+
+        @rule(data=st.data())
+        def transfer(self, data: st.DataObject) -> None:
+            data.draw(st.integers(0, 10), label="entry")
+            if self.first:  # the first run draws on and fails; the replay, on a backend in another state, stops
+                data.draw(st.integers(0, 10), label="layers")
+                raise AssertionError("pull_cache.history.valid_pulls: 12 bytes changed outside the destination")
+
+        def teardown(self) -> None:
+            self.turns.ended(self.index, sys.exc_info()[1])
+
+    config = settings(database=None, derandomize=True, max_examples=1, stateful_step_count=2,
+                      phases=[Phase.generate])
+    call = pytest.CallInfo.from_call(lambda: run_machine(History, config), when="call")
+    assert call.excinfo is not None and call.excinfo.typename == "FlakyStrategyDefinition", call.excinfo
+    rep = SimpleNamespace(when="call", failed=True, passed=False, skipped=False, longreprtext="")
+    message = _message(call, rep)  # type: ignore[arg-type]
+    assert ("the first run of this history failed, raising AssertionError: pull_cache.history.valid_pulls: 12 "
+            "bytes changed outside the destination") in message, message

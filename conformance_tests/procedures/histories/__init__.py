@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.errors import FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
 from ...inputs import strategies
@@ -122,6 +123,17 @@ def run_history(run: RunContext, clause: Clause, item: Item) -> None:
         machine = seed(stream_seed(clause.id, item.key))(machine)
     phases = [p for p in profile.phases if (stream.shrink and run.shrink_s > 0) or p is not Phase.shrink]
     with shrinking_within(run.shrink_s):
-        run_state_machine_as_test(machine, settings=settings(
+        run_machine(machine, settings(
             profile, max_examples=item.examples, stateful_step_count=stream.steps, report_multiple_bugs=False,
             suppress_health_check=list(HealthCheck), phases=phases))
+
+
+def run_machine(machine: Any, config: settings) -> None:
+    """Run a stream's histories; where hypothesis's replay of a failed history drew differently
+    (FlakyStrategyDefinition), what the first run failed with is added to what it raises."""
+    __tracebackhide__ = True
+    try:
+        run_state_machine_as_test(machine, settings=config)
+    except FlakyStrategyDefinition as exc:
+        machine.turns.name_failure(exc)
+        raise

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.errors import HypothesisException
+from hypothesis.errors import FlakyStrategyDefinition, HypothesisException
 
 from ...spec.model import Bounds, DelayClass, Delays
 
@@ -34,6 +34,9 @@ class Turns:
 
     next: int = 0
     held: int | None = None
+    #: what the first history that failed raised: hypothesis then replays it, and a replay that draws differently
+    #: (its failure came from timing, or from a backend's state) ends in FlakyStrategyDefinition alone
+    failure: BaseException | None = None
 
     def take(self) -> int:
         if self.held is not None:
@@ -44,7 +47,14 @@ class Turns:
     def ended(self, turn: int, exc: BaseException | None) -> None:
         """A history of ``turn`` ended (``exc``: what it raised; hypothesis's own signals are no failure)."""
         if self.held is None and isinstance(exc, Exception) and not isinstance(exc, HypothesisException):
-            self.held = turn
+            self.held, self.failure = turn, exc
+
+    def name_failure(self, exc: BaseException) -> None:
+        """Add to ``exc``, a FlakyStrategyDefinition from a replay, what the history's first run failed with: the
+        failure the reader needs, which hypothesis's own text leaves out."""
+        if self.failure is not None and isinstance(exc, FlakyStrategyDefinition):
+            exc.add_note(f"the first run of this history failed, raising {type(self.failure).__name__}: "
+                         f"{self.failure}"[:4000])
 
 
 def edge_class(delays: Delays, index: int) -> DelayClass:
