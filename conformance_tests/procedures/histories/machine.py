@@ -170,15 +170,19 @@ class HistoryMachine(RuleBasedStateMachine):
         name = "after_timeout" if state is not None and state.faulted and "after_timeout" in h.situations else "valid"
         judge_push(h, self.bed, self.world, plan, h.situations[name], None, f"{label} ({name})")
 
-    def recover(self, data: Any, link: tuple[int, int], label: str, outcome: Outcome) -> None:
-        """After a refusal, a timeout or a fault (``outcome``: the push's), valid pushes over the same link, judged
-        by the clause of what came before it (``after_timeout``, ``after_refusal``), and over another (into the
-        same server from a node whose budget no push of its reaches, where there is one)."""
+    def recover(self, data: Any, link: tuple[int, int], label: str, outcome: Outcome,
+                under_fault: bool = False) -> None:
+        """After a refusal, a timeout or a fault (``outcome``: the push's; ``under_fault``: a fault injected for it),
+        valid pushes over the same link, judged by the clause of what came before it (``after_timeout``,
+        ``after_refusal``), but where a push its clause let succeed could have timed out there with no fault to
+        decide it (``undecided``: which clause would judge is timing); and over another (into the same server
+        from a node whose budget no push of its reaches, where there is one)."""
         w, h = self.world, self.h
         if "valid" not in h.situations:
             return
         state = w.links.get(link)
-        if state is not None and w.nodes[link[0]].alive and w.nodes[link[1]].alive:
+        if state is not None and w.nodes[link[0]].alive and w.nodes[link[1]].alive and \
+                (under_fault or not state.undecided):
             plan = self.planning.valid_plan(data, link=link, keep_faulted=True)
             same = plan is not None and w.links.get(link) is state
             if plan is not None and same and outcome.exc is not None and not state.faulted and \
@@ -601,7 +605,7 @@ def _faulted(m: HistoryMachine, data: Any, plan: Plan, name: str, *, wait_s: flo
         raised_in_time(m.bed, push_for(m.h, m.bed, plan), outcome, plan.client.timeout_ms / 1000, clause.id, label)
     if clear is not None:
         m.bed.inject_fault(clear, {"kind": "clear"})
-    m.recover(data, plan.link, m.label(name), outcome)
+    m.recover(data, plan.link, m.label(name), outcome, under_fault=True)
     return True
 
 

@@ -94,13 +94,16 @@ def judged(m: HistoryMachine, t: Transfer, mover: Mover, clause: Clause | None, 
                           in_time=wait_s > 0)
 
 
-def recover(m: HistoryMachine, data: Any, mover: Mover, link: tuple[int, int], label: str, raised: bool) -> None:
-    """After a refusal, a timeout or a fault (``raised``: the transfer raised), a valid transfer over the same link,
-    judged by the clause of what came before it (``after_timeout`` over a link the fault left faulted, as it is;
-    ``after_refusal``), else by the history clause; none over a link that does not see the caches drawn, or that
-    is faulted where no clause says what it must do then; then one over another link.  The draws are the same
-    whatever the outcome was (a budget of 1 ms leaves it to timing): it decides only the clause, and whether the
-    transfer is made."""
+def recover(m: HistoryMachine, data: Any, mover: Mover, link: tuple[int, int], label: str, raised: bool,
+            under_fault: bool = False) -> None:
+    """After a refusal, a timeout or a fault (``raised``: the transfer raised; ``under_fault``: a fault injected for
+    it made it raise), a valid transfer over the same link, judged by the clause of what came before it
+    (``after_timeout`` over a link the fault left faulted, as it is; ``after_refusal``), else by the history clause;
+    none over a link that does not see the caches drawn, or that is faulted where no clause says what it must do
+    then, or over which a transfer its clause lets succeed could have timed out, with no fault to decide it
+    (``undecided``: whether the link is faulted is timing there, and so would be the clause, and a verdict); then
+    one over another link.  The draws are the same whatever the outcome was (a budget of 1 ms leaves it to
+    timing)."""
     w, h = m.world, m.h
     state = w.links.get(link)
     if state is not None and w.nodes[link[0]].alive and w.nodes[link[1]].alive:
@@ -110,7 +113,7 @@ def recover(m: HistoryMachine, data: Any, mover: Mover, link: tuple[int, int], l
             name = ("after_timeout" if state.faulted and "after_timeout" in h.situations else
                     "after_refusal" if raised and not state.faulted and "after_refusal" in h.situations else None)
             # not made again here: what a relink makes goes to the history's bundles, which must not turn on timing
-            if seen and (name is not None or not state.faulted):
+            if seen and (name is not None or not state.faulted) and (under_fault or not state.undecided):
                 judged(m, t, mover, h.situations[name] if name else None,
                        f"{label}, then a valid {mover.api} over the same link" + (f" ({name})" if name else ""))
     others = sorted(p for p in w.usable_links() if p != link)
@@ -130,7 +133,7 @@ def in_situation(m: HistoryMachine, data: Any, mover: Mover, t: Transfer | None,
     outcome = judged(m, t, mover, m.h.situations[name], m.label(name), key=key, known=known, wait_s=wait_s)
     if clear:
         m.bed.inject_fault(t.client, {"kind": "clear"})
-    recover(m, data, mover, t.link, m.label(name), outcome.exc is not None)
+    recover(m, data, mover, t.link, m.label(name), outcome.exc is not None, under_fault=clear or wait_s > 0)
     return True
 
 

@@ -43,6 +43,9 @@ class LinkState:
     #: its bytes may need): the next valid transfer makes it again first, whether or not one did time out (that
     #: is timing, and what a history draws next must not turn on it); ``faulted`` implies it
     at_risk: bool = False
+    #: a transfer its clause lets succeed could have timed out over it (at_risk, where a success was allowed):
+    #: whether ``faulted`` is set is timing from then on, and so is any clause chosen by it
+    undecided: bool = False
     #: its client and server (what a rule that draws it from the machine's bundle acts on)
     ends: tuple[NodeState, NodeState] | None = None
     current: bool = True  # False once unlinked (a bundle may still hold it)
