@@ -16,7 +16,7 @@ from ..spec.model import CoverageDimension
 from . import setup_inputs
 from .counts import count_classes, count_dimensions
 from .rules import KIND as RULES
-from .universe import GIVEN, OMITTED, PAST, key, keys_of
+from .universe import GIVEN, OMITTED, PAST, defaulted, key, keys_of
 
 #: the facts a relation states about two pushes, in the spec's words
 RELATION_FACTS = ("source_node", "destination_node", "destination_cache")
@@ -55,8 +55,7 @@ def _push_facts(spec: Spec, signature: Any, dim: CoverageDimension, call: Any, s
         return ["positional" if call.positional else "keywords"]
     if dim.kind == "defaults":
         given = {name for name, v in call.values.items() if v.obj is not ABSENT}
-        return [f"{q.name}:{GIVEN if q.name in given else OMITTED}" for q in signature.declared
-                if q.has_default and not q.required]
+        return [f"{name}:{GIVEN if name in given else OMITTED}" for name in defaulted(signature, dim)]
     if dim.kind == "range_classes":
         side = sides.get(str(p["side"]))
         if side is None:

@@ -1,6 +1,7 @@
 """The setup operations' inputs as coverage dimensions: ``bounds`` (a cache's rank, batch size, tensor and layer
 counts and bytes per tensor, classed against the spec's own ``generation`` bound) and ``made`` (how the testbed
-made a cache: allocate_cache without or with cache_keys, or alloc_memory + register_cache).
+made a cache: allocate_cache without or with cache_keys, or alloc_memory + register_cache; a blocks cache by
+allocate_blocks_cache, or alloc_memory + register_blocks_cache).
 
 The values are read from what the kit built (the caches' shapes and counts, the call's tensor_num_per_layer), never
 from the backend's answer.
@@ -20,7 +21,7 @@ KINDS = ("bounds", "made")
 #: the classes of a bounded quantity, in the order the report lists them
 CLASSES = ("minimum", "interior", "maximum")
 #: the ways the testbed makes a cache (conformance_tests/testbed/testbed.py make_cache records one in CacheInfo.made)
-MADE_WAYS = ("allocate", "allocate_with_keys", "register")
+MADE_WAYS = ("allocate", "allocate_with_keys", "register", "allocate_blocks", "register_blocks")
 
 
 def bound_of(spec: Spec, dim: CoverageDimension) -> Bounds:

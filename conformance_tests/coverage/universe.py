@@ -43,8 +43,7 @@ def partitions_of(spec: Spec, signature: Signature, dim: CoverageDimension) -> t
     if dim.kind == "call_forms":
         return tuple(str(f) for f in p["forms"])
     if dim.kind == "defaults":
-        return tuple(f"{q.name}:{state}" for q in signature.declared if q.has_default and not q.required
-                     for state in (GIVEN, OMITTED))
+        return tuple(f"{name}:{state}" for name in defaulted(signature, dim) for state in (GIVEN, OMITTED))
     if dim.kind == "range_classes":
         return RANGE_CLASSES + ((PAST,) if p.get("past") else ())
     if dim.kind == "relations":
@@ -58,6 +57,13 @@ def partitions_of(spec: Spec, signature: Signature, dim: CoverageDimension) -> t
     if dim.kind == durations.KIND:
         return durations.partitions(spec)
     raise ValueError(f"coverage dimension {dim.name}: unknown kind {dim.kind!r}")  # the schema names every kind
+
+
+def defaulted(signature: Signature, dim: CoverageDimension) -> tuple[str, ...]:
+    """The parameters of a ``defaults`` dimension: those the release gives a default, less the dimension's
+    ``given`` (whose default makes no valid transfer)."""
+    kept = set(dim.params.get("given") or ())
+    return tuple(q.name for q in signature.declared if q.has_default and not q.required and q.name not in kept)
 
 
 def declared(dim: CoverageDimension, value: str, caps: Mapping[str, Any]) -> bool:

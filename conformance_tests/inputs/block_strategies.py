@@ -24,10 +24,16 @@ class BlockSide:
     shape: tuple[int, ...]  # (blocks, *one block's dimensions)
     data_type: str
     placement: str
+    register: bool = False  # raw memory registered by register_blocks_cache (else allocate_blocks_cache)
+
+    @property
+    def made(self) -> str:
+        """How the testbed makes it (coverage/setup_inputs.py MADE_WAYS)."""
+        return "register_blocks" if self.register else "allocate_blocks"
 
     def desc(self, model_id: int | None) -> CacheSpec:
         return CacheSpec(self.num_tensors, self.shape, self.data_type, self.placement, blocks=True,
-                         model_id=model_id)
+                         model_id=model_id, register=True if self.register else None)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ a default left to it, so each ``<parameter>:omitted`` is reached in every releas
 
 from __future__ import annotations
 
+from ..coverage.universe import defaulted
 from ..judging.judge import judge
 from ..running.context import RunContext
 from ..spec import Clause
@@ -22,14 +23,18 @@ def covering_items(run: RunContext, clause: Clause) -> list[Item]:
 
 @procedure("omitted_defaults", covering_items, GENERATED)
 def run_omitted_defaults(run: RunContext, clause: Clause, item: Item) -> None:
-    """The clause's scenario pushed with only the parameters that have no default (the key's batch index too),
-    so the callee's defaults apply; judged by the clause's expect, as the same push with the defaults given is."""
+    """The clause's scenario pushed with only the parameters that have no default (the key's batch index too, and
+    those the dimension keeps ``given``), so the callee's defaults apply; judged by the clause's expect, as the same
+    push with the defaults given is."""
     require(run, clause.requires)
-    defaulted = {p.name for p in run.signature.declared if p.has_default and not p.required}
+    cov = run.spec.coverage
+    assert cov is not None  # an item of this procedure names one of its dimensions
+    left_out = set(defaulted(run.signature, cov.dimensions[item.data]))
     with opened(run, clause.scenario) as tb:
-        # the release's parameters without a default, and the key's batch index (dst_batch_index is no parameter)
+        # the release's parameters the dimension does not leave out, and the key's batch index (dst_batch_index is
+        # no parameter)
         args = {k: v for k, v in clause.scenario.call.items()
-                if k not in defaulted and (k in run.params or k == "dst_batch_index")}
+                if k not in left_out and (k in run.params or k == "dst_batch_index")}
         push = tb.call(args, only_given=True)
         outcome = tb.push(push, bound=per_call_bound(run))
-        judge(tb, push, outcome, clause.expect, clause.id, f"{item.key}: {', '.join(sorted(defaulted))} left out")
+        judge(tb, push, outcome, clause.expect, clause.id, f"{item.key}: {', '.join(sorted(left_out))} left out")

@@ -154,10 +154,11 @@ class Builder:
             if rank == 1 and inner != 1:
                 return None
             shape = (b,) + ((inner,) + (1,) * (rank - 2) if rank >= 2 else ())
-            made = self._want(row, "made", side) or "allocate"
+            made = self._want(row, "made", side) or ("allocate_blocks" if self.spec.operation.lists else "allocate")
             sides.append(MadeSide(total, shape, t, place, made == "register", made, KEYS[side]))
         if self.spec.operation.lists:  # blocks caches (a cache's batch is its block count): the last into the last
-            src, dst = (BlockSide(m.num_tensors, m.shape, m.data_type, m.placement) for m in sides)
+            src, dst = (BlockSide(m.num_tensors, m.shape, m.data_type, m.placement, m.made == "register_blocks")
+                        for m in sides)
             return BlockLayout(src, dst, tnpl, (batch[0] - 1,), (batch[1] - 1,), False, None)
         return strategies.Layout(sides[0], sides[1], tnpl, batch[0] - 1, batch[1] - 1, None, None)
 

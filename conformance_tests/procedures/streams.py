@@ -112,17 +112,29 @@ def run_random_layouts(run: RunContext, clause: Clause, item: Item) -> None:
     if "guards" in check_names(expectation):
         kw["dst_register"] = True  # guard bands surround registered memory only (a blocks layout has none: an error)
 
-    def body(layout: strategies.Layout) -> None:
-        push_layout(run, clause, layout, expectation, str(layout))
+    def body(drawn: tuple[strategies.Layout, str]) -> None:
+        layout, form = drawn
+        push_layout(run, clause, layout, expectation, f"{layout}, {form}", positional=form == "positional")
 
-    run_stream(run, clause.id, item.key, item.examples, LAYOUTS[run.spec.operation.unit](dom, **kw), body)
+    layouts = LAYOUTS[run.spec.operation.unit](dom, **kw)
+    run_stream(run, clause.id, item.key, item.examples, st.tuples(layouts, st.sampled_from(call_forms(run))), body)
+
+
+def call_forms(run: RunContext) -> tuple[str, ...]:
+    """The calling forms a drawn layout's call takes: those the spec's coverage section must reach (its
+    ``call_forms`` dimensions), by keyword where it names none."""
+    cov = run.spec.coverage
+    forms = [str(f) for d in (cov.dimensions.values() if cov is not None else ()) if d.kind == "call_forms"
+             for f in d.params["forms"]]
+    return tuple(dict.fromkeys(forms)) or ("keywords",)
 
 
 def push_layout(run: RunContext, clause: Clause, layout: strategies.Layout, expectation: Expectation,
-                label: str) -> None:
-    """Open the layout's scenario, push once with its arguments, judge the push."""
+                label: str, *, positional: bool = False) -> None:
+    """Open the layout's scenario, push once with its arguments (all of them positionally where ``positional``
+    says), judge the push."""
     __tracebackhide__ = True
     with opened(run, layout.scenario(run.spec.scenario), guard=False, seed=layout.seed) as tb:
-        push = tb.call(layout.args(run.params, run.spec.operation))
+        push = tb.call(layout.args(run.params, run.spec.operation), positional=positional)
         outcome = tb.push(push, bound=per_call_bound(run))
         judge(tb, push, outcome, expectation, clause.id, label)

@@ -60,8 +60,9 @@ class CacheMaker:
         node = Value(bed.node(node_name), node_name)
         layout = self.layout(desc)
         placement = desc.placement
-        register = not desc.blocks and bool(desc.register if desc.register is not None
-                                            else guard and bed.can_register())
+        # a blocks cache is registered where its desc says (register_blocks_cache), never for guard bands alone
+        register = bool(desc.register) if desc.blocks else bool(desc.register if desc.register is not None
+                                                                 else guard and bed.can_register())
         dvalue = self.desc_value(node_name, desc)
         keys = self.cache_keys(node_name, desc)
         guarded = None
@@ -79,7 +80,8 @@ class CacheMaker:
                  Value(np.full(total, GUARD, dtype=np.uint8), f"np.full({total}, {GUARD:#04x}, dtype=np.uint8)"))
             addrs = [mem + pad + i * stride for i in range(layout.num_tensors)]
             region = (mem, total)
-            cache = step(f"register_cache ({name})", bed.rec.invoke, name, node, "cache_manager.register_cache",
+            method = "register_blocks_cache" if desc.blocks else "register_cache"
+            cache = step(f"{method} ({name})", bed.rec.invoke, name, node, f"cache_manager.{method}",
                          dvalue, Value(addrs, f"[{name}_mem + {pad} + i * {stride} for i in range({len(addrs)})]"),
                          remote_accessible=lit(desc.remote_accessible), **keys)
             guarded = addrs
@@ -87,8 +89,8 @@ class CacheMaker:
             method = "allocate_blocks_cache" if desc.blocks else "allocate_cache"
             cache = step(f"{method} ({name})", bed.rec.invoke, name, node, f"cache_manager.{method}", dvalue,
                          **keys)
-        made = ("register" if register else "allocate_blocks" if desc.blocks
-                else "allocate_with_keys" if keys else "allocate")
+        made = ("register_blocks" if register and desc.blocks else "register" if register
+                else "allocate_blocks" if desc.blocks else "allocate_with_keys" if keys else "allocate")
         info = self.info(name, node_name, cache, layout, desc.data_type, placement, guarded, region, made)
         bed.caches[name] = info
         return info

@@ -16,7 +16,7 @@ from conformance_tests.coverage.pairwise import covering_array, targets
 from conformance_tests.coverage.setup_inputs import MADE_WAYS, classes
 from conformance_tests.inputs.values import Value
 from conformance_tests.procedures.setup_covering import plan
-from conformance_tests.spec import default_spec_path, load_spec
+from conformance_tests.spec import default_spec_path, load_spec, operation_spec_path
 from conformance_tests.spec.model import Bounds
 from conformance_tests.testbed.testbed import Call
 from reference_impl.backend import backend as reference
@@ -194,3 +194,38 @@ def test_a_dimension_with_a_parameter_has_no_partitions_in_a_release_without_it(
     assert got is not None and got[0].rows
     reached = {v for _, layout in got[0].rows for v in got[1].facts(layout)["layers"]}
     assert reached == set(uni.partitions["layers"]), reached
+
+
+@pytest.mark.parametrize("op", ["pull_cache", "push_blocks", "pull_blocks"])
+def test_each_siblings_covering_clauses_reach_how_its_caches_are_made_and_its_defaults(tmp_path, op):
+    """Each sibling's made dimensions (a blocks cache allocated or registered; a contiguous one allocated with or
+    without keys, or registered) and its parameter defaults are reached by the clauses they name alone, by
+    construction: no partition of them, nor a pair of the two made dimensions, is left."""
+    spec = load_spec(operation_spec_path(op))
+    assert spec.coverage is not None
+    dims = {n: d for n, d in spec.coverage.dimensions.items() if d.kind in ("made", "defaults")}
+    assert {d.kind for d in dims.values()} >= {"made"}, dims
+    clauses = sorted({str(d.params["covered_by"]) for d in dims.values()})
+    proc = certify("--operation", op, "--clauses", ",".join(clauses), "--hypothesis-profile", "quick",
+                   "--report-dir", str(tmp_path))
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert report["tests"] and all(t["outcome"] == "passed" for t in report["tests"]), proc.stdout[-3000:]
+    cov = report["run"]["domain_coverage"]
+    left = [k for k in cov["unreached_partitions"] + cov["unreached_pairs"]
+            if all(p.split("=", 1)[0] in dims for p in k.split(" & "))]
+    assert not left, left
+
+
+@pytest.mark.parametrize(("op", "caught"), [("push_blocks", "src_made=register_blocks"),
+                                            ("pull_blocks", "dst_made=register_blocks")])
+def test_a_blocks_backend_correct_only_on_allocated_blocks_caches_is_not_certified(tmp_path, op, caught):
+    """Wrong only where a blocks cache the call names locally was registered on raw memory: the covering clause
+    fails, naming the row's partition."""
+    clause_id = f"{op}.data.setup_extremes"
+    proc = certify("--backend", "registered_blocks_backend:backend", "--operation", op, "--clauses", clause_id,
+                   "--report-dir", str(tmp_path))
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert report["verdict"]["label"].startswith("NOT CERTIFIED"), (report["verdict"], proc.stdout[-2000:])
+    failed = [t for t in report["tests"] if t["outcome"] == "failed"]
+    assert [t["clauses"] for t in failed] == [[clause_id]], [(t["id"], t["outcome"]) for t in report["tests"]]
+    assert caught in failed[0]["message"], failed[0]["message"][:2000]

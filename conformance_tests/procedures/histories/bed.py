@@ -148,7 +148,7 @@ class HistoryBed(Testbed):
                            Value(addrs, f"[{name}_mem + off for off in {offsets!r}]"),
                            remote_accessible=lit(remote_accessible), **keys)
         info = CacheInfo(name, node.name, cache, layout, desc.data_type, desc.placement, addrs, (mem, total),
-                         "register_blocks" if desc.blocks else "")
+                         "register_blocks" if desc.blocks else "register")
         self.caches[name] = info
         return info
 

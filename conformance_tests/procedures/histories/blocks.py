@@ -20,7 +20,7 @@ from ...inputs.values import Value
 from ...testbed.testbed import Call, Outcome
 from ..transfer_keys import blocks_key
 from .movers import Mover, choose_pair, mover_rule, opening_pairs, own
-from .pushes import HistoryRun, judge_transfer
+from .pushes import STYLES, HistoryRun, in_style, judge_transfer
 from .world import CacheState, NodeState
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class BlocksMove:
     src_blocks: tuple[int, ...]
     dst_blocks: tuple[int, ...]
     pulls: bool
+    style: str = "keywords"  # its calling form (:data:`.pushes.STYLES`)
 
     @property
     def link(self) -> tuple[int, int]:
@@ -56,7 +57,7 @@ class BlocksMove:
         src_node, dst_node = (self.server, self.client) if self.pulls else (self.client, self.server)
         return (f"{src_node.name}:{self.src.name}{list(self.src_blocks)} -> {dst_node.name}:{self.dst.name}"
                 f"{list(self.dst_blocks)} ({'pulled by' if self.pulls else 'pushed by'} {self.client.name}), "
-                f"tnpl {self.tnpl}{rng}, keywords")
+                f"tnpl {self.tnpl}{rng}, {self.style}")
 
 
 def blocks_operation(h: HistoryRun) -> Mover | None:
@@ -117,7 +118,8 @@ def move_between(m: HistoryMachine, data: Any, client: NodeState, server: NodeSt
                            label="dst blocks")
     src_blocks = data.draw(st.lists(st.integers(0, src.batch - 1), min_size=count, max_size=count),
                            label="src blocks")
-    return BlocksMove(client, server, src, dst, tnpl, rng, tuple(src_blocks), tuple(dst_blocks), op.pulls)
+    return BlocksMove(client, server, src, dst, tnpl, rng, tuple(src_blocks), tuple(dst_blocks), op.pulls,
+                      data.draw(st.sampled_from(STYLES), label="calling form"))
 
 
 def key_of(m: HistoryMachine, server: NodeState, model_id: int) -> Value:
@@ -126,7 +128,7 @@ def key_of(m: HistoryMachine, server: NodeState, model_id: int) -> Value:
 
 
 def call_of(m: HistoryMachine, move: BlocksMove, mover: Mover, key: Value | None = None) -> Call:
-    """The move's call, every argument by keyword (those the release's signature takes); ``key``: in place of the
+    """The move's call in its calling form (the arguments the mover's signature takes); ``key``: in place of the
     one naming the server's cache."""
     keyed, op = move.keyed, mover.op
     assert keyed.model_id is not None
@@ -138,7 +140,7 @@ def call_of(m: HistoryMachine, move: BlocksMove, mover: Mover, key: Value | None
              op.src_entries: Value(list(move.src_blocks), repr(list(move.src_blocks))),
              op.dst_entries: Value(list(move.dst_blocks), repr(list(move.dst_blocks))),
              "src_layer_range": rng, "dst_layer_range": rng, "tensor_num_per_layer": Value(move.tnpl, repr(move.tnpl))}
-    return Call({k: v for k, v in given.items() if k in mover.names}, mover.api, key=op.key)
+    return in_style(mover.signature, given, move.style, mover.api, key=op.key)
 
 
 def judge_move(m: HistoryMachine, move: BlocksMove, mover: Mover, label: str) -> Outcome:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, MultipleResults, precondition, rule
 
 from ...backend import capability_supported
-from ...spec import load_spec, operation_spec_path, specified_operations
+from ...spec import Signature, load_spec, operation_spec_path, specified_operations
 from ...spec.model import Operation
 from .planning import MAX_LIVE_CACHES
 from .pushes import HistoryRun
@@ -30,17 +30,21 @@ BLOCKS_CACHE = "blocks_cache"
 
 @dataclass(frozen=True)
 class Mover:
-    """An operation a history moves data with: its spec's ``operation``, the method it calls and the parameters the
-    method takes (its signature's names: what a call passes, by keyword)."""
+    """An operation a history moves data with: its spec's ``operation``, the method it calls and the signature it
+    is called by."""
 
     op: Operation
     api: str
-    names: frozenset[str]
+    signature: Signature  # the release's it is called in (what a call passes, and in which calling forms)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.signature.names)
 
 
 def own(h: HistoryRun) -> Mover:
     """The run's own operation."""
-    return Mover(h.run.spec.operation, h.run.spec.api, frozenset(h.run.signature.names))
+    return Mover(h.run.spec.operation, h.run.spec.api, h.run.signature)
 
 
 def _specified(h: HistoryRun, name: str, field: str) -> Mover:
@@ -50,7 +54,7 @@ def _specified(h: HistoryRun, name: str, field: str) -> Mover:
         raise ValueError(f"{h.run.spec.api}: generation.histories.{field} names {name!r}, which has no spec file "
                          f"(operations with one: {', '.join(specified_operations())})")
     spec = load_spec(operation_spec_path(name))
-    return Mover(spec.operation, name, frozenset(spec.signature_for(spec.releases[-1]).names))
+    return Mover(spec.operation, name, spec.signature_for(spec.releases[-1]))
 
 
 def companion(h: HistoryRun) -> Mover | None:

@@ -1,6 +1,7 @@
 """A history's pull (the machine's ``pull`` rule, in a run whose spec's operation pulls one batch entry): a node
 pulls, over a usable link it made (client -> server), from a live cache on the server that is open to remote
-access into a live cache of its own, in one call by keyword — the key names the server's cluster, its cache and
+access into a live cache of its own, in one call in a drawn calling form (keywords, positional, or only what
+differs from the defaults) — the key names the server's cluster, its cache and
 the source entry (a ``CacheKeyByIdAndIndex``: the history's nodes have llm.EnableRemoteCacheAccessible on, which
 takes no other key), the local cache, its entry and the drawn layers (the same planning as a push's), size -1 —
 judged like a valid push by the run's history clause: the local destination exactly as the oracle has it (by the
@@ -24,7 +25,7 @@ from ...inputs.values import Value
 from ...testbed.testbed import Call, Outcome
 from ..transfer_keys import batch_key
 from .movers import Mover, choose_pair, mover_rule, opening_pairs, own
-from .pushes import HistoryRun, judge_transfer
+from .pushes import STYLES, HistoryRun, in_style, judge_transfer
 from .world import CacheState, NodeState
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class Pull:
     src_batch: int
     dst_batch: int
     pulls: bool = True
+    style: str = "keywords"  # its calling form (:data:`.pushes.STYLES`)
 
     @property
     def link(self) -> tuple[int, int]:
@@ -70,7 +72,7 @@ class Pull:
         else:
             moved = (f"{self.client.name}:{self.src.name}[{self.src_batch}] -> {self.server.name}:{self.dst.name}"
                      f"[{self.dst_batch}]")
-        return f"{moved}, tnpl {self.tnpl}{rng}, size -1, keywords"
+        return f"{moved}, tnpl {self.tnpl}{rng}, size -1, {self.style}"
 
 
 def pull_operation(h: HistoryRun) -> Mover | None:
@@ -127,7 +129,8 @@ def pull_between(m: HistoryMachine, data: Any, client: NodeState, server: NodeSt
         return None
     tnpl, rng = got
     return Pull(client, server, src, dst, tnpl, rng, data.draw(st.integers(0, src.batch - 1), label="src entry"),
-                data.draw(st.integers(0, dst.batch - 1), label="dst entry"), pulls)
+                data.draw(st.integers(0, dst.batch - 1), label="dst entry"), pulls,
+                data.draw(st.sampled_from(STYLES), label="calling form"))
 
 
 def key_of(m: HistoryMachine, server: NodeState, cache_id: int, batch: int, code: str | None = None) -> Value:
@@ -136,7 +139,7 @@ def key_of(m: HistoryMachine, server: NodeState, cache_id: int, batch: int, code
 
 
 def call_of(m: HistoryMachine, pull: Pull, mover: Mover, key: Value | None = None) -> Call:
-    """The transfer's call, every argument by keyword (those the mover's signature takes); ``key``: in place of
+    """The transfer's call in its calling form (the arguments the mover's signature takes); ``key``: in place of
     the one naming the server's cache and entry."""
     op = mover.op
     (keyed, key_batch), (local, local_batch) = pull.keyed, pull.local
@@ -147,8 +150,7 @@ def call_of(m: HistoryMachine, pull: Pull, mover: Mover, key: Value | None = Non
     given = {op.key: key, op.cache: Value(local.info.cache, local.name),
              local_entries: Value(local_batch, repr(local_batch)), "size": Value(-1, "-1"),
              "src_layer_range": rng, "dst_layer_range": rng, "tensor_num_per_layer": Value(pull.tnpl, repr(pull.tnpl))}
-    return Call({k: v for k, v in given.items() if k in mover.names}, mover.api, key=op.key,
-                key_entries=op.key_entries)
+    return in_style(mover.signature, given, pull.style, mover.api, key=op.key, key_entries=op.key_entries)
 
 
 def judge_pull(m: HistoryMachine, pull: Pull, mover: Mover, label: str) -> Outcome:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ...inputs import strategies
 from ...inputs.values import Deferred, Value
@@ -13,7 +14,7 @@ from ...judging.judge import fail, judge
 from ...judging.judged_push import Push
 from ...judging.observation import Observation
 from ...running.context import RunContext
-from ...spec import Clause, Expectation
+from ...spec import Clause, Expectation, Signature
 from ...spec.expect import allows_success, envelope
 from ...spec.model import Histories, HistoryStream, Operation
 from ...testbed.testbed import Call, Outcome
@@ -109,18 +110,26 @@ def call_for(h: HistoryRun, bed: HistoryBed, plan: Plan, *, batch_code: tuple[st
         "size": Value(plan.size, repr(plan.size)),
         "tensor_num_per_layer": Value(plan.tnpl, repr(plan.tnpl)),
     }
+    return in_style(sig, given, plan.style, bed.run.spec.api)
+
+
+def in_style(sig: Signature, given: Mapping[str, Value], style: str, api: str, **fields: Any) -> Call:
+    """The call of ``api`` passing ``given`` (those its signature ``sig`` takes) in calling form ``style``
+    (:data:`STYLES`): by keyword; positionally in the prototype's order (where every declared parameter is given;
+    a name taken through ``**kwargs`` by keyword still); or only what differs from the signature's defaults.
+    ``fields``: the rest of the :class:`Call`."""
     values: dict[str, Value] = {}
     for p in sig.declared:
         if p.name not in given:
             continue
-        if plan.style == "defaults" and p.has_default and not p.required and given[p.name].obj == p.default:
+        if style == "defaults" and p.has_default and not p.required and given[p.name].obj == p.default:
             continue
         values[p.name] = given[p.name]
-    for name in sig.names:  # taken through **kwargs
-        if name not in values and name in given and not (plan.style == "defaults" and given[name].obj is None):
+    for name in sig.through_kwargs:
+        if name not in values and name in given and not (style == "defaults" and given[name].obj is None):
             values[name] = given[name]
-    positional = plan.style == "positional" and all(n in values for n in (p.name for p in sig.declared))
-    return Call(values, bed.run.spec.api, positional=positional)
+    positional = style == "positional" and all(n in values for n in (p.name for p in sig.declared))
+    return Call(values, api, positional=positional, by_keyword=frozenset(sig.through_kwargs), **fields)
 
 
 def observed(bed: HistoryBed, obs: Observation) -> None:
@@ -214,6 +223,7 @@ def left(world: World, link: tuple[int, int], client: NodeState, src: CacheState
         return
     if could_time_out(client, src):
         state.at_risk = True
+        state.undecided = state.undecided or allows_success(given)
     timed_out = expect is not given and allows_success(given)
     if outcome.exc is not None and (client.faulty or timed_out):
         state.faulted = True
