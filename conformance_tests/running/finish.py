@@ -396,10 +396,18 @@ def _without_unnumbered_frames(tb: TracebackType | None) -> None:
         tb = nxt
 
 
+#: the signal that began the run's end, once received: Python may run the handler inside a finalizer (gc.collect,
+#: which hypothesis calls before each example, runs them), where the KeyboardInterrupt it raises is printed and
+#: dropped; the next test's start raises it again (:meth:`Finish.pytest_runtest_setup`)
+_received: list[str] = []
+
+
 def _terminated(signum: int, _frame: Any) -> None:
     for sig in TERMINATING:  # the first one starts the orderly end; a second would break the report it writes
         signal.signal(sig, signal.SIG_IGN)
-    raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
+    text = f"{signal.Signals(signum).name} received"
+    _received.append(text)
+    raise KeyboardInterrupt(text)
 
 
 def terminate_as_interrupt() -> dict[int, Any]:
@@ -417,6 +425,7 @@ def terminate_as_interrupt() -> dict[int, Any]:
 
 
 def restore_signals(previous: dict[int, Any]) -> None:
+    _received.clear()
     for sig, handler in previous.items():
         try:
             signal.signal(sig, handler)
@@ -435,6 +444,11 @@ class Finish:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         restore_signals(self.signals)
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """A SIGTERM or SIGHUP whose KeyboardInterrupt was dropped (raised in a finalizer) ends the run here."""
+        if _received:
+            raise KeyboardInterrupt(_received[0])
 
     @pytest.hookimpl(wrapper=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Generator[None, None, None]:

@@ -42,3 +42,30 @@ def test_unnumbered_frames_are_unlinked_and_the_interrupt_is_shown():
         tb = tb.tb_next
     assert len(linenos) == 2 and None not in linenos
     assert "KeyboardInterrupt" in str(excinfo.getrepr(funcargs=True))
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped interrupt, as printed
+def test_a_sigterm_whose_interrupt_a_finalizer_dropped_ends_the_run_at_the_next_test():
+    """Python may run the handler inside a finalizer (hypothesis calls gc.collect before each example), where the
+    KeyboardInterrupt it raises is printed and dropped, and the handler has already ignored any further signal: the
+    run went on to its end with no word of the signal (a family run's CI test, stopped 50 ms after a test). The kit
+    raises it again as the next test starts."""
+    import os
+    import signal
+    from types import SimpleNamespace
+
+    from conformance_tests.running.finish import Finish, restore_signals, terminate_as_interrupt
+
+    class Finalized:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs here, inside the finalizer
+
+    previous = terminate_as_interrupt()
+    try:
+        Finalized()  # dropped at once: its finalizer runs, and the interrupt raised in it is printed and dropped
+        finish = Finish(SimpleNamespace(), previous)  # type: ignore[arg-type]
+        with pytest.raises(KeyboardInterrupt, match="SIGTERM received"):
+            finish.pytest_runtest_setup(None)  # type: ignore[arg-type]
+    finally:
+        restore_signals(previous)
+    Finish(SimpleNamespace(), {}).pytest_runtest_setup(None)  # type: ignore[arg-type]  # a new run starts clean
