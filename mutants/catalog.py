@@ -648,15 +648,15 @@ class half_src_offset_8_byte(CacheManager):
         return super()._src_offset(a, local)
 
 
-@mutant("waits out the whole injected delay (at most 3 s), writes the layer late and then raises LLM_TIMEOUT",
-        ("push_cache.timeout.exceeded",))
-class late_write_then_timeout(CacheManager):
+@mutant("waits out the whole injected delay (at most 3 s), writes the layer late and one byte out of place, then "
+        "raises LLM_TIMEOUT", ("push_cache.timeout.exceeded",))
+class late_misplaced_write_then_timeout(CacheManager):
     def _transfer_layer(self, a, link, remote, pairs):  # type: ignore[no-untyped-def]
         seconds = self._transfer_seconds(a, link, sum(src.size for src, _ in pairs))
         if self.engine.sync_timeout_s < seconds < float("inf"):   # a dropped link (inf) keeps the reference path
             self.engine.stop_event.wait(min(seconds, 3.0))        # bounded so certify of the mutant stays short
             with remote.lock:
-                self._copy_layer(pairs)
+                self._copy_layer([(np.roll(src, 1), dst) for src, dst in pairs])
             raise self._native_error(a, LLMStatusCode.LLM_TIMEOUT, "transfer did not complete in time")
         super()._transfer_layer(a, link, remote, pairs)
 
@@ -1202,12 +1202,18 @@ class short_past_two_links(_PastLinks):
     pass
 
 
-@mutant(f"copies one byte short once the destination node has more than {COUNT_MUTANT_ADDRESSES} addresses "
-        "registered", ("push_cache.data.registered_address_limit",), reaches=("registered_addresses=maximum",))
-class short_past_128_addresses(_DropsLastByte):
+class _PastAddresses(_DropsLastByte):
+    """Crowded once the node the transfer's key names has more than COUNT_MUTANT_ADDRESSES addresses registered."""
+
     def crowded(self, link):  # type: ignore[no-untyped-def]
         return sum(len(e.tensor_addrs) for e in link.server.caches.values()
                    if e.is_registered) > COUNT_MUTANT_ADDRESSES
+
+
+@mutant(f"copies one byte short once the destination node has more than {COUNT_MUTANT_ADDRESSES} addresses "
+        "registered", ("push_cache.data.registered_address_limit",), reaches=("registered_addresses=maximum",))
+class short_past_128_addresses(_PastAddresses):
+    pass
 
 
 class _CopiesShortWhenCrowded(_DropsLastByte):
@@ -1255,6 +1261,24 @@ class pull_blocks_short_past_eight_caches(_PastCaches, _CopiesShortWhenCrowded):
 @mutant(f"pulls blocks one byte short into a node holding more than {COUNT_MUTANT_LINKS} links",
         ("pull_blocks.data.counts",), reaches=("links_per_node=maximum",))
 class pull_blocks_short_past_two_links(_PastLinks, _CopiesShortWhenCrowded):
+    pass
+
+
+@mutant(f"pushes blocks one byte short once the remote node has more than {COUNT_MUTANT_ADDRESSES} addresses "
+        "registered", ("push_blocks.data.registered_address_limit",), reaches=("registered_addresses=maximum",))
+class blocks_short_past_128_addresses(_PastAddresses, _CopiesShortWhenCrowded):
+    pass
+
+
+@mutant(f"pulls one byte short once the remote node has more than {COUNT_MUTANT_ADDRESSES} addresses registered",
+        ("pull_cache.data.registered_address_limit",), reaches=("registered_addresses=maximum",))
+class pull_short_past_128_addresses(_PastAddresses, _CopiesShortWhenCrowded):
+    pass
+
+
+@mutant(f"pulls blocks one byte short once the remote node has more than {COUNT_MUTANT_ADDRESSES} addresses "
+        "registered", ("pull_blocks.data.registered_address_limit",), reaches=("registered_addresses=maximum",))
+class pull_blocks_short_past_128_addresses(_PastAddresses, _CopiesShortWhenCrowded):
     pass
 
 
