@@ -17,7 +17,7 @@ from .histories.bed import HistoryBed
 from .histories.world import NodeState
 from .registry import Item, procedure
 from .relation_topology import PushSlot, node_names, pushes_for, slots
-from .transfer_keys import batch_key, blocks_key, one_entry_each
+from .transfer_keys import key_of_cache, one_entry_each
 
 #: the relation of the spec's first concurrent test, where the spec names no relations
 DISTINCT_CACHES = {"name": "check", "source_node": "same", "destination_node": "same", "destination_cache": "different"}
@@ -130,8 +130,6 @@ def _call(bed: HistoryBed, keyed_node: NodeState, src: CacheInfo, dst: CacheInfo
     keyed, local = (src, dst) if op.pulls else (dst, src)
     src_entry = k % src.batch
     keyed_entry = src_entry if op.pulls else p.dst_batch
-    api, cluster = bed.api, keyed_node.cluster_id
-    key = (blocks_key(api, cluster, model_ids[keyed.name]) if keyed.name in model_ids
-           else batch_key(api, cluster, keyed.cache.cache_id, keyed_entry, f"{keyed.name}.cache_id"))
+    key = key_of_cache(bed.api, keyed_node.cluster_id, keyed, model_ids.get(keyed.name), keyed_entry)
     values = {op.key: key, op.cache: Value(local.cache, local.name), **one_entry_each(op, src_entry, p.dst_batch)}
     return Call(values, bed.run.spec.api, key=op.key, key_entries=op.key_entries)

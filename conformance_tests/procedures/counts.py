@@ -37,7 +37,7 @@ from .histories.bed import HistoryBed
 from .histories.world import NodeState
 from .registry import GENERATED, Item, Procedure, procedure
 from .relation_topology import slots
-from .transfer_keys import batch_key, blocks_key, one_entry_each
+from .transfer_keys import key_of_cache, one_entry_each
 
 
 @dataclass(frozen=True)
@@ -130,10 +130,7 @@ class CountsBed:
     def key(self, server: NodeState, keyed: CacheInfo, entry: int) -> Value:
         """The key naming ``keyed`` on ``server``: its BlocksCacheKey (a blocks cache), else entry ``entry`` of it by
         id and index."""
-        api, model_id = self.bed.api, self.model_ids.get(keyed.name)
-        if model_id is not None:
-            return blocks_key(api, server.cluster_id, model_id)
-        return batch_key(api, server.cluster_id, keyed.cache.cache_id, entry, f"{keyed.name}.cache_id")
+        return key_of_cache(self.bed.api, server.cluster_id, keyed, self.model_ids.get(keyed.name), entry)
 
     def transfer(self, keyed: CacheInfo, counts: dict[str, int], what: str) -> None:
         """The run's transfer between entry (block) ``transfers % batch`` of ``keyed`` and entry 0 of the local

@@ -16,11 +16,20 @@ def blocks_key(api: Any, cluster_id: int, model_id: int) -> Value:
     return Value(Deferred(api.BlocksCacheKey, [cluster_id, model_id]), f"api.BlocksCacheKey({cluster_id}, {model_id})")
 
 
-def batch_key(api: Any, cluster_id: int, cache_id: int, entry: int, code: str | None = None) -> Value:
+def batch_key(api: Any, cluster_id: int, cache_id: int, entry: int, code: str | None = None,
+              entry_code: str | None = None) -> Value:
     """The CacheKeyByIdAndIndex naming entry ``entry`` of cache ``cache_id`` on the node of ``cluster_id``
-    (``code``: how the script writes the id)."""
+    (``code``, ``entry_code``: how the script writes the id and the entry)."""
     return Value(Deferred(api.CacheKeyByIdAndIndex, [cluster_id, cache_id, entry]),
-                 f"api.CacheKeyByIdAndIndex({cluster_id}, {code or cache_id}, {entry})")
+                 f"api.CacheKeyByIdAndIndex({cluster_id}, {code or cache_id}, {entry_code or entry})")
+
+
+def key_of_cache(api: Any, cluster_id: int, cache: Any, model_id: int | None, entry: int) -> Value:
+    """The key naming the testbed cache ``cache`` (a CacheInfo) on the node of ``cluster_id``: its BlocksCacheKey
+    where it is a blocks cache bound to ``model_id``, else entry ``entry`` of it by id and index."""
+    if model_id is not None:
+        return blocks_key(api, cluster_id, model_id)
+    return batch_key(api, cluster_id, cache.cache.cache_id, entry, f"{cache.name}.cache_id")
 
 
 def one_entry_each(op: Operation, src_entry: int, dst_entry: int) -> dict[str, Value]:

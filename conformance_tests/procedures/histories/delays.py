@@ -49,10 +49,10 @@ class Turns:
         if self.held is None and isinstance(exc, Exception) and not isinstance(exc, HypothesisException):
             self.held, self.failure = turn, exc
 
-    def name_failure(self, exc: BaseException) -> None:
-        """Add to ``exc``, a FlakyStrategyDefinition from a replay, what the history's first run failed with: the
-        failure the reader needs, which hypothesis's own text leaves out."""
-        if self.failure is not None and isinstance(exc, FlakyStrategyDefinition):
+    def name_failure(self, exc: FlakyStrategyDefinition) -> None:
+        """Add to ``exc``, from a replay, what the history's first run failed with: the failure the reader needs,
+        which hypothesis's own text leaves out."""
+        if self.failure is not None:
             exc.add_note(f"the first run of this history failed, raising {type(self.failure).__name__}: "
                          f"{self.failure}"[:4000])
 

@@ -37,10 +37,6 @@ class Mover:
     api: str
     signature: Signature  # the release's it is called in (what a call passes, and in which calling forms)
 
-    @property
-    def names(self) -> frozenset[str]:
-        return frozenset(self.signature.names)
-
 
 def own(h: HistoryRun) -> Mover:
     """The run's own operation."""

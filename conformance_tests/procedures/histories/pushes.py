@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...inputs import strategies
-from ...inputs.values import Deferred, Value
+from ...inputs.values import Value
 from ...judging.judge import fail, judge
 from ...judging.judged_push import Push
 from ...judging.observation import Observation
@@ -20,6 +20,7 @@ from ...spec.model import Histories, HistoryStream, Operation
 from ...testbed.testbed import Call, Outcome
 from ..calls import raised_in_time
 from ..common import per_call_bound
+from ..transfer_keys import batch_key
 from .bed import HistoryBed
 from .world import CacheState, NodeState, World
 
@@ -95,8 +96,7 @@ def call_for(h: HistoryRun, bed: HistoryBed, plan: Plan, *, batch_code: tuple[st
     dst_name = plan.dst.name if plan.dst is not None else None
     key_id = Value(plan.cache_id, f"{dst_name}.cache_id" if dst_name else repr(plan.cache_id))
     src_b, dst_b = batch_code or (repr(plan.src_batch), repr(plan.dst_batch))
-    key = Value(Deferred(bed.api.CacheKeyByIdAndIndex, [plan.server.cluster_id, plan.cache_id, plan.dst_batch]),
-                f"api.CacheKeyByIdAndIndex({plan.server.cluster_id}, {key_id.code}, {dst_b})")
+    key = batch_key(bed.api, plan.server.cluster_id, plan.cache_id, plan.dst_batch, key_id.code, dst_b)
 
     def rng(r: tuple[int, ...] | None) -> Value:
         return Value(None if r is None else range(*r), "None" if r is None else f"range{r!r}".replace(",)", ")"))
