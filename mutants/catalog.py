@@ -1527,6 +1527,13 @@ class blocks_timeout_converted_twice(_shared(timeout_converted_twice)):  # type:
     pass
 
 
+@mutant("times a transfer out at 0.7 of llm.SyncKvCacheWaitTime: a delay near the budget raises LLM_TIMEOUT "
+        "(push_blocks)", ("push_blocks.timeout.within_budget",), by="histories", reaches=("delay=near",),
+        focus=("push_blocks.history.valid_pushes", "push_blocks.timeout.within_budget", "push_blocks.timeout.exceeded"))
+class blocks_times_out_at_seven_tenths(_shared(times_out_at_seven_tenths)):  # type: ignore[misc]
+    pass
+
+
 @mutant("pushes into a dead peer's memory over its stale link (push_blocks)", ("push_blocks.timeout.dead_peer",))
 class blocks_pushes_to_dead_peer(_shared(pushes_to_dead_peer)):  # type: ignore[misc]
     pass
@@ -2075,6 +2082,13 @@ class pull_timeout_converted_twice(_shared(timeout_converted_twice)):  # type: i
     pass
 
 
+@mutant("times a transfer out at 0.7 of llm.SyncKvCacheWaitTime: a delay near the budget raises LLM_TIMEOUT "
+        "(pull_cache)", ("pull_cache.timeout.within_budget",), by="histories", reaches=("delay=near",),
+        focus=("pull_cache.history.valid_pulls", "pull_cache.timeout.within_budget", "pull_cache.timeout.exceeded"))
+class pull_times_out_at_seven_tenths(_shared(times_out_at_seven_tenths)):  # type: ignore[misc]
+    pass
+
+
 @mutant("keeps pulling over a link whose remote node died: reads its memory and returns normally",
         ("pull_cache.timeout.dead_peer",))
 class pull_from_dead_peer(CacheManager):
@@ -2442,6 +2456,13 @@ class pull_blocks_ignores_dropped_link(_shared(pull_ignores_dropped_link)):  # t
 @mutant("reads sync_kv_timeout as seconds where it is milliseconds, then as milliseconds (pull_blocks)",
         ("pull_blocks.timeout.within_budget",))
 class pull_blocks_timeout_converted_twice(_shared(timeout_converted_twice)):  # type: ignore[misc]
+    pass
+
+
+@mutant("times a transfer out at 0.7 of llm.SyncKvCacheWaitTime: a delay near the budget raises LLM_TIMEOUT "
+        "(pull_blocks)", ("pull_blocks.timeout.within_budget",), by="histories", reaches=("delay=near",),
+        focus=("pull_blocks.history.valid_pulls", "pull_blocks.timeout.within_budget", "pull_blocks.timeout.exceeded"))
+class pull_blocks_times_out_at_seven_tenths(_shared(times_out_at_seven_tenths)):  # type: ignore[misc]
     pass
 
 

@@ -1,6 +1,6 @@
 """The situations of a mover run's histories (push_blocks, pull_cache, pull_blocks): every history makes the run's
 own transfer once in each situation its spec's clauses declare (history:) — a link that stops carrying data, a
-dead peer, a key naming no cache, a node never linked or unlinked, the local cache released — each judged by the
+delay within the budget and one past it, a dead peer, a key naming no cache, a node never linked or unlinked, the local cache released — each judged by the
 clause declaring it and followed by valid transfers; a backend that reads a released blocks cache fails the
 clause naming it; a situation no history of the operation can be in is refused, naming the clause."""
 
@@ -53,12 +53,14 @@ def test_every_declared_situation_is_reached_and_judged_by_its_clause(quick, jud
     refusals = {clause for (clause, raised), n in judged.items() if raised and clause is not None}
     recoveries = {clause for (clause, raised), n in judged.items() if not raised}
     # one history reaches each by construction: refused (writing nothing) by the clause that declares it
-    for name in ("dropped_link", "dead_peer", "unknown_cache", "never_linked", "unlinked",
+    for name in ("dropped_link", "delay_exceeded", "dead_peer", "unknown_cache", "never_linked", "unlinked",
                  mover_situations.local_freed(own(SimpleNamespace(run=run)))):
         if name in declared:
             assert declared[name] in refusals, f"{api}: situation {name} ({declared[name]}) was never judged"
     # and what follows a refusal over the same link is judged by the clause saying what the link must do then
-    for name in ("after_refusal", "after_timeout"):
+    # as is a transfer a delay slows within its budget (it must succeed; the reference decides by its own
+    # simulated time, so no timing of this machine excuses a refusal)
+    for name in ("after_refusal", "after_timeout", "delay_within_budget"):
         if name in declared:
             assert declared[name] in recoveries, f"{api}: {name} ({declared[name]}) was never judged"
     assert (None, False) in judged, "no valid transfer followed a situation"
@@ -80,4 +82,5 @@ def test_a_situation_no_history_of_the_operation_can_be_in_is_refused_naming_its
                                          r"'freed_destination', which a history of push_blocks"):
         mover_situations.situation_rules(h, None, mover, str)
     assert mover_situations.buildable("freed_source", mover)
-    assert not mover_situations.buildable("delay_exceeded", mover)
+    assert mover_situations.buildable("delay_exceeded", mover)
+    assert not mover_situations.buildable("inaccessible_destination", mover)

@@ -97,19 +97,21 @@ def opening_moves(m: HistoryMachine, data: Any, movers: list[Mover],
 
 
 def plan_move(m: HistoryMachine, data: Any, mover: Mover, *, link: tuple[int, int] | None = None,
-              keep_link: bool = False) -> BlocksMove | None:
+              keep_link: bool = False, max_layers: int | None = None) -> BlocksMove | None:
     """A move valid in every respect (:func:`.movers.choose_pair`, over ``link`` where given, ``keep_link``) and
-    its block lists."""
+    its block lists; of at most ``max_layers`` layers where given."""
     got = choose_pair(m, data, mover, "blocks", dst_accessible=True, link=link, keep_link=keep_link)
-    return None if got is None else move_between(m, data, *got, mover)
+    return None if got is None else move_between(m, data, *got, mover, max_layers=max_layers)
 
 
 def move_between(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState, dst: CacheState,
-          mover: Mover) -> BlocksMove | None:
-    """The arguments of a valid move from ``src`` into ``dst``: tensor_num_per_layer and layers as a push's, then
-    how many blocks, the destination's distinct, the source's any (a source block may be read twice)."""
+                 mover: Mover, *, max_layers: int | None = None) -> BlocksMove | None:
+    """The arguments of a valid move from ``src`` into ``dst``: tensor_num_per_layer and layers as a push's (at
+    most ``max_layers``), then how many blocks, the destination's distinct, the source's any (a source block may
+    be read twice)."""
     op = mover.op
-    got = m.planning.args(data, src, dst, m.planning.tnpls(src, dst, open_=src if op.pulls else dst))
+    got = m.planning.args(data, src, dst, m.planning.tnpls(src, dst, open_=src if op.pulls else dst),
+                          max_layers=max_layers)
     if got is None:
         return None
     tnpl, rng = got

@@ -68,6 +68,24 @@ def top_fraction(delays: Delays, within: DelayClass) -> float:
     return min(within.below, delays.draw_below)
 
 
+def beyond_per_layer_ms(delays: Delays, budget_ms: int) -> float:
+    """Each layer's delay of a transfer that times out at its first layer: ``delays.beyond`` of the budget, and
+    20 ms past it at least (a budget of a few ms leaves a native transfer's own time no room to be told from it)."""
+    return max(budget_ms * delays.beyond, budget_ms + 20)
+
+
+def exceeded_ms(delays: Delays, budget_ms: int) -> int:
+    """What a transfer timed out by a delay of :func:`beyond_per_layer_ms` may wait: its budget, then the layer's
+    delay (a backend may finish waiting for it)."""
+    return math.ceil(budget_ms + beyond_per_layer_ms(delays, budget_ms))
+
+
+def within_ms(delays: Delays, budget_ms: int) -> int:
+    """The most a delay within ``budget_ms`` waits: the top fraction of the nearest class (what a history charges
+    for one whatever class it draws, so that what it draws next does not turn on the class)."""
+    return math.ceil(top_fraction(delays, delays.within[-1]) * budget_ms)
+
+
 def edge_timeout(delays: Delays, within: DelayClass, wait_ms: int, top_ms: int, bounds: Bounds) -> int:
     """The budget of the node whose delay is a history's first: as high as ``top_ms`` (the ladder's top) while a
     delay up to the class's top fraction of it still fits ``wait_ms``; in the domain."""

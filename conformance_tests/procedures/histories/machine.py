@@ -45,7 +45,7 @@ from .bed import HistoryBed
 from .blocks import blocks_operation, blocks_rule, opening_moves
 from .broken import push_broken
 from .by_relation import NODES, drawn_relation, push_in_relation
-from .delays import Turns, draw_within, edge_class, edge_timeout, fraction
+from .delays import Turns, beyond_per_layer_ms, draw_within, edge_class, edge_timeout, exceeded_ms, fraction
 from .long_runs import long_run
 from .making import Making
 from .mover_situations import faulting_timeout, opening_situations, situation_rules
@@ -571,8 +571,7 @@ def _delayed(m: HistoryMachine, data: Any, name: str, edge: tuple[int, int] | No
             return False
         per_layer, cost = drawn.per_layer_ms(layers), drawn.total_ms
     elif name == "delay_exceeded":
-        per_layer = max(t * delays.beyond, t + 20)
-        cost = t + per_layer
+        per_layer, cost = beyond_per_layer_ms(delays, t), exceeded_ms(delays, t)
         if cost > left:
             return False
     else:

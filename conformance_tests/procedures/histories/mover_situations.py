@@ -3,8 +3,8 @@ run's own transfer, valid in every respect but the one the situation names, judg
 operation's spec that declares it (``history:``), then valid transfers over the same link and another, as a push
 in push_cache's situations (:mod:`.machine`) is followed.
 
-A serving system meets these in the middle of its work: a link that stops carrying data mid-transfer, a peer that
-dies, a key naming no cache of the peer, a link dropped and not made again, and a block read (pushed from, or
+A serving system meets these in the middle of its work: a link that stops carrying data mid-transfer, a transfer
+slowed within its budget or past it, a peer that dies, a key naming no cache of the peer, a link dropped and not made again, and a block read (pushed from, or
 pulled into) after its cache was released.  A situation a mover cannot be in (the other side's cache freed: the
 remote table's staleness, which no page of the family specifies) is refused where a spec declares it
 (:func:`buildable`)."""
@@ -17,11 +17,14 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import strategies as st
 from hypothesis.stateful import MultipleResults, multiple, precondition, rule
 
+from ...coverage.durations import delay_keys, fraction_class
 from ...inputs.values import Value
 from ...spec import Clause
-from ..calls import FAULT_BOUND_FACTOR
+from ...spec.model import DelayClass
+from ..calls import FAULT_BOUND_FACTOR, SETTLE_S
 from . import blocks, draws, pulls
 from .blocks import BlocksMove
+from .delays import beyond_per_layer_ms, draw_within, edge_class, exceeded_ms, fraction, within_ms
 from .movers import Mover, pairs
 from .pulls import Pull
 from .pushes import HistoryRun, judge_transfer, still
@@ -68,11 +71,11 @@ def between(m: HistoryMachine, data: Any, mover: Mover, client: Any, server: Any
 
 
 def valid(m: HistoryMachine, data: Any, mover: Mover, *, link: tuple[int, int] | None = None,
-          keep_link: bool = False) -> Transfer | None:
+          keep_link: bool = False, max_layers: int | None = None) -> Transfer | None:
     """A transfer valid in every respect (:func:`.blocks.plan_move`, :func:`.pulls.plan_pull`), over ``link``
-    where given."""
+    where given, of at most ``max_layers`` layers where given."""
     plan = blocks.plan_move if mover.op.lists else pulls.plan_pull
-    return plan(m, data, mover, link=link, keep_link=keep_link)
+    return plan(m, data, mover, link=link, keep_link=keep_link, max_layers=max_layers)
 
 
 def layers(t: Transfer) -> int:
@@ -83,15 +86,16 @@ def layers(t: Transfer) -> int:
 
 
 def judged(m: HistoryMachine, t: Transfer, mover: Mover, clause: Clause | None, label: str, *,
-           key: Value | None = None, known: bool = True, wait_s: float = 0.0) -> Any:
+           key: Value | None = None, known: bool = True, wait_s: float = 0.0, settle_s: float = 0.0) -> Any:
     """Make ``t`` (its key replaced by ``key``; ``known``: False where that key names no cache of the server) and
-    judge it by ``clause`` (None: the history clause); under a fault that waits ``wait_s``, its refusal in time."""
+    judge it by ``clause`` (None: the history clause); under a fault that waits ``wait_s``, its refusal in time;
+    a write may land up to ``settle_s`` after it began."""
     __tracebackhide__ = True
     call = blocks.call_of(m, t, mover, key) if isinstance(t, BlocksMove) else pulls.call_of(m, t, mover, key)
     dst = t.dst if known or t.pulls else None
     return judge_transfer(m.h, m.bed, m.world, t.client, t.server, t.src, dst, call, mover.op,
                           f"{label}: {t.describe()}", clause=clause, bound_extra=FAULT_BOUND_FACTOR * wait_s,
-                          in_time=wait_s > 0)
+                          in_time=wait_s > 0, settle_s=settle_s)
 
 
 def recover(m: HistoryMachine, data: Any, mover: Mover, link: tuple[int, int], label: str, raised: bool,
@@ -124,13 +128,15 @@ def recover(m: HistoryMachine, data: Any, mover: Mover, link: tuple[int, int], l
 
 
 def in_situation(m: HistoryMachine, data: Any, mover: Mover, t: Transfer | None, name: str, *,
-                 key: Value | None = None, known: bool = True, wait_s: float = 0.0, clear: bool = False) -> bool:
+                 key: Value | None = None, known: bool = True, wait_s: float = 0.0, clear: bool = False,
+                 settle_s: float = 0.0, what: str | None = None) -> bool:
     """``t`` judged by the clause of situation ``name`` (a refusal under a fault that waits ``wait_s`` must come in
-    time; ``clear``: the client's fault is cleared after it), then the link's recovery; False when there is no
-    ``t``."""
+    time; ``clear``: the client's fault is cleared after it; ``settle_s``: a late write's room; ``what``: its
+    label, default the situation's name), then the link's recovery; False when there is no ``t``."""
     if t is None:
         return False
-    outcome = judged(m, t, mover, m.h.situations[name], m.label(name), key=key, known=known, wait_s=wait_s)
+    outcome = judged(m, t, mover, m.h.situations[name], m.label(what or name), key=key, known=known,
+                     wait_s=wait_s, settle_s=settle_s)
     if clear:
         m.bed.inject_fault(t.client, {"kind": "clear"})
     recover(m, data, mover, t.link, m.label(name), outcome.exc is not None, under_fault=clear or wait_s > 0)
@@ -144,13 +150,36 @@ def _wait_left(m: HistoryMachine) -> int:
     return max(0, m.h.stream.wait_ms - m.world.waited_ms)
 
 
+#: the situations a mover's opening makes under a fault that costs waiting, from its third node
+DROPS = frozenset({"dropped_link", "after_timeout"})
+DELAYS = ("delay_within_budget", "delay_exceeded")
+#: the most layers a delay within the budget is spread over: each layer's wait adds a transfer's own overhead
+#: (a timer's granularity), which over dozens of layers can outgrow what separates the delay from the budget and
+#: excuse a backend that times out early (judged then by the overtime clause)
+DELAYED_LAYERS = 4
+
+
 def faulting_timeout(h: HistoryRun) -> int | None:
     """The llm.SyncKvCacheWaitTime of a mover run's third node, where its situations hold a link that stops carrying
-    data: a transfer of the domain's most layers refused at one timeout per layer costs no more than the stream may
-    wait (the opening's dropped link goes from it: :func:`opening_situations`); None: no such situation or wait."""
-    if not {"dropped_link", "after_timeout"} & set(h.situations) or h.stream.wait_ms <= 0:
+    data or a delay: the largest budget whose opening (:func:`opening_wait_ms`) costs no more than the stream may
+    wait (the opening's faulted transfers go from it: :func:`opening_situations`); None: no such situation or
+    wait."""
+    if not (DROPS | set(DELAYS)) & set(h.situations) or h.stream.wait_ms <= 0:
         return None
-    return max(h.hist.sync_kv_timeout_ms.min, h.stream.wait_ms // h.dom.layers[1])
+    bounds = h.hist.sync_kv_timeout_ms
+    budget = max(bounds.min, h.stream.wait_ms // h.dom.layers[1])
+    while budget > bounds.min and opening_wait_ms(h, budget) > h.stream.wait_ms:
+        budget -= 1
+    return budget
+
+
+def opening_wait_ms(h: HistoryRun, budget_ms: int) -> int:
+    """The most a mover's opening waits on its faulted transfers from a node of ``budget_ms``: a dropped link
+    refused at one timeout per layer of the domain's most, a delay within the budget, a delay past it."""
+    names, delays = set(h.situations), h.hist.delays
+    return ((budget_ms * h.dom.layers[1] if DROPS & names else 0)
+            + (within_ms(delays, budget_ms) if "delay_within_budget" in names else 0)
+            + (exceeded_ms(delays, budget_ms) if "delay_exceeded" in names else 0))
 
 
 @mover_situation("dropped_link")
@@ -177,6 +206,64 @@ def _dropped(m: HistoryMachine, data: Any, mover: Mover) -> bool:
 def _after_timeout(m: HistoryMachine, data: Any, mover: Mover) -> bool:
     """A transfer over a link that stopped carrying data (dropped_link's clause), then valid ones over it."""
     return "dropped_link" in m.h.situations and _dropped(m, data, mover)
+
+
+def _delayed(m: HistoryMachine, data: Any, mover: Mover, name: str, *, within: DelayClass | None = None,
+             edge: tuple[int, int] | None = None) -> bool:
+    """A valid transfer the client's injected delay slows, then the fault cleared: within llm.SyncKvCacheWaitTime
+    in all (``delay_within_budget``: its length drawn over the whole interval below the budget, of class
+    ``within`` or one drawn among those that fit), or past it at the first layer (``delay_exceeded``).  ``edge``:
+    the opening's link, from the node :func:`faulting_timeout` gave a budget; elsewhere the link whose client's
+    budget leaves a delay the most room within what the stream may still wait, or any link.  A within-budget delay
+    costs what the nearest class may, whatever class it is (what the history draws next must not turn on the
+    class, which the opening takes from the history's turn)."""
+    w, delays = m.world, m.h.hist.delays
+    links = w.usable_links()
+    left = _wait_left(m)
+    if edge is not None:
+        if edge not in links:
+            return False
+        link = edge
+    elif not links:
+        return False
+    elif name == "delay_within_budget" and not data.draw(st.booleans(), label="any link"):
+        link = max(links, key=lambda p: (min(w.nodes[p[0]].timeout_ms, 2 * left), -p[0], -p[1]))
+    else:
+        link = data.draw(st.sampled_from(links), label="delayed link")
+    t = valid(m, data, mover, link=link, max_layers=DELAYED_LAYERS if name == "delay_within_budget" else None)
+    if t is None:
+        return False
+    budget, n = t.client.timeout_ms, max(1, layers(t))
+    if name == "delay_within_budget":
+        cost = within_ms(delays, budget)
+        if cost > left:
+            return False
+        drawn = draw_within(data.draw, delays, budget, cost, within)
+        if drawn is None:
+            return False
+        per_layer = drawn.total_ms / n
+    else:
+        per_layer, cost = beyond_per_layer_ms(delays, budget), exceeded_ms(delays, budget)
+        if cost > left:
+            return False
+    w.waited_ms += cost
+    m.bed.inject_fault(t.client, {"kind": "delay", "seconds": per_layer / 1000})
+    delay_s = per_layer * n / 1000
+    share = fraction(per_layer * n, budget)
+    m.h.run.counters.coverage |= delay_keys(m.h.run.spec, share)
+    what = f"{name}: a {fraction_class(m.h.run.spec, share)} delay, {share:.3f} of {budget} ms"
+    return in_situation(m, data, mover, t, name, wait_s=delay_s + budget / 1000, clear=True, what=what,
+                        settle_s=min(delay_s, (budget + per_layer) / 1000) + SETTLE_S)
+
+
+@mover_situation("delay_within_budget")
+def _delay_within(m: HistoryMachine, data: Any, mover: Mover) -> bool:
+    return _delayed(m, data, mover, "delay_within_budget")
+
+
+@mover_situation("delay_exceeded")
+def _delay_exceeded(m: HistoryMachine, data: Any, mover: Mover) -> bool:
+    return _delayed(m, data, mover, "delay_exceeded")
 
 
 @mover_situation("dead_peer")
@@ -263,15 +350,22 @@ def _freed_local(m: HistoryMachine, data: Any, mover: Mover) -> bool:
 
 def opening_situations(m: HistoryMachine, data: Any, mover: Mover) -> None:
     """Every history of a mover run makes its own transfer once in each situation it judges, after its opening
-    moves: a link that stops carrying data (from the third node, whose budget :func:`faulting_timeout` set, linked
-    to the first now), a key naming no cache, the local cache freed, a node never linked, that third link unlinked,
-    and last a dead peer (the history goes on with the nodes left); each followed by its recovery."""
+    moves: a link that stops carrying data, a delay within the budget (of the class the history's turn gives it:
+    every class in any run of as many histories) and one past it (these from the third node, whose budget
+    :func:`faulting_timeout` set, linked to the first now), a key naming no cache, the local cache freed, a node
+    never linked, that third link unlinked, and last a dead peer (the history goes on with the nodes left); each
+    followed by its recovery."""
     h, w = m.h, m.world
     label = m.label("open")
-    if faulting_timeout(h) is not None and len(w.nodes) > 2:
+    faulting = faulting_timeout(h) is not None and len(w.nodes) > 2
+    if faulting:
         m.making.link(w.nodes[2], w.nodes[0])
+    edge = (2, 0) if faulting else None
     steps: list[tuple[str, Callable[[], bool]]] = [
         ("dropped_link", lambda: _dropped(m, data, mover)),
+        ("delay_within_budget", lambda: _delayed(m, data, mover, "delay_within_budget", edge=edge,
+                                                 within=edge_class(h.hist.delays, m.index))),
+        ("delay_exceeded", lambda: _delayed(m, data, mover, "delay_exceeded", edge=edge)),
         ("unknown_cache", lambda: _unknown(m, data, mover)),
         (local_freed(mover), lambda: _freed_local(m, data, mover)),
         ("never_linked", lambda: _never(m, data, mover)),

@@ -48,10 +48,10 @@ class Planning:
         return [t for t in options if a.num_tensors % t == 0 and b.num_tensors % t == 0]
 
     def args(self, data: Any, src: CacheState, dst: CacheState, tnpls: list[int], *,
-             min_layers: int = 1) -> tuple[int, tuple[int, int] | None] | None:
+             min_layers: int = 1, max_layers: int | None = None) -> tuple[int, tuple[int, int] | None] | None:
         """tensor_num_per_layer and the layer range (the same on both sides, as documented; the default only
-        where both caches have as many layers) of a valid push, with at least ``min_layers`` layers; a real
-        model's cache is pushed by its own layers (K and V)."""
+        where both caches have as many layers) of a valid push, with at least ``min_layers`` layers and at most
+        ``max_layers`` (None: any); a real model's cache is pushed by its own layers (K and V)."""
         options = [t for t in tnpls if min(src.num_tensors, dst.num_tensors) // t >= min_layers]
         if self.h.stream.layouts == "models" and src.layers_of in options:
             options = [src.layers_of]
@@ -59,11 +59,13 @@ class Planning:
             return None
         tnpl = data.draw(st.sampled_from(options), label="tensor_num_per_layer")
         ls, ld = src.num_tensors // tnpl, dst.num_tensors // tnpl
-        if ls == ld and (self.h.stream.layouts == "models" or data.draw(st.booleans(), label="default ranges")):
+        whole = ls == ld and (max_layers is None or ls <= max_layers)
+        if whole and (self.h.stream.layouts == "models" or data.draw(st.booleans(), label="default ranges")):
             return tnpl, None  # a real model's entry is pushed whole: every layer
         top = min(ls, ld)
         start = data.draw(st.integers(0, top - min_layers), label="range start")
-        return tnpl, (start, data.draw(st.integers(start + min_layers, top), label="range stop"))
+        stop = top if max_layers is None else min(top, start + max_layers)
+        return tnpl, (start, data.draw(st.integers(start + min_layers, stop), label="range stop"))
 
     def plan(self, data: Any, client: NodeState, server: NodeState, src: CacheState, dst: CacheState, *,
              cache_id: int | None = None, min_layers: int = 1) -> Plan | None:

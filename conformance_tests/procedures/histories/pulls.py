@@ -111,20 +111,22 @@ def opening_pulls(m: HistoryMachine, data: Any, movers: list[Mover],
 
 
 def plan_pull(m: HistoryMachine, data: Any, mover: Mover, *, link: tuple[int, int] | None = None,
-              keep_link: bool = False) -> Pull | None:
+              keep_link: bool = False, max_layers: int | None = None) -> Pull | None:
     """A transfer valid in every respect (:func:`.movers.choose_pair`, over ``link`` where given, ``keep_link``; a
-    pull's new destination open to remote access as drawn, a push's open) and its entries."""
+    pull's new destination open to remote access as drawn, a push's open) and its entries; of at most
+    ``max_layers`` layers where given."""
     got = choose_pair(m, data, mover, "pull", dst_accessible=None if mover.op.pulls else True, link=link,
                       keep_link=keep_link)
-    return None if got is None else pull_between(m, data, *got, mover)
+    return None if got is None else pull_between(m, data, *got, mover, max_layers=max_layers)
 
 
 def pull_between(m: HistoryMachine, data: Any, client: NodeState, server: NodeState, src: CacheState,
-             dst: CacheState, mover: Mover) -> Pull | None:
-    """The arguments of a valid transfer from ``src`` into ``dst``: tensor_num_per_layer and layers as a push's,
-    then the two entries."""
+                 dst: CacheState, mover: Mover, *, max_layers: int | None = None) -> Pull | None:
+    """The arguments of a valid transfer from ``src`` into ``dst``: tensor_num_per_layer and layers as a push's
+    (at most ``max_layers``), then the two entries."""
     pulls = mover.op.pulls
-    got = m.planning.args(data, src, dst, m.planning.tnpls(src, dst, open_=src if pulls else dst))
+    got = m.planning.args(data, src, dst, m.planning.tnpls(src, dst, open_=src if pulls else dst),
+                          max_layers=max_layers)
     if got is None:
         return None
     tnpl, rng = got

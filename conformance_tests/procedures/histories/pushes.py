@@ -182,13 +182,15 @@ def judge_push(h: HistoryRun, bed: HistoryBed, world: World, plan: Plan, clause:
 
 def judge_transfer(h: HistoryRun, bed: HistoryBed, world: World, client: NodeState, server: NodeState,
                    src: CacheState, dst: CacheState | None, call: Call, op: Operation, label: str, *,
-                   clause: Clause | None = None, bound_extra: float = 0.0, in_time: bool = False) -> Outcome:
+                   clause: Clause | None = None, bound_extra: float = 0.0, in_time: bool = False,
+                   settle_s: float = 0.0) -> Outcome:
     """Make a transfer of the run's own operation or its companion (a pull, a move of blocks: ``call``, which
     ``client`` makes over its link to ``server``, from ``src`` into ``dst``; None: a cache the key names and the
     server does not have) and judge it by ``clause`` (default: the history clause, a valid transfer's), every
     outcome it or one of its cases allows, or, past a budget its bytes may need or under a fault, what the overtime
     clause allows too; one that raised there leaves its link ``faulted`` (made again before the next valid one).
-    ``in_time``: under a fault, a refusal must come within one timeout of the client per layer."""
+    ``in_time``: under a fault, a refusal must come within one timeout of the client per layer; ``settle_s``: how
+    long after its start a write may still land (a delayed layer a timeout did not stop)."""
     __tracebackhide__ = True
     clause = clause if clause is not None else h.clause
     dst_node = client if op.pulls else server
@@ -201,7 +203,8 @@ def judge_transfer(h: HistoryRun, bed: HistoryBed, world: World, client: NodeSta
     world.pushed_over(link)
     given = clause_envelope(clause)
     expect = overtime_of(h, client, src, outcome, given)
-    obs = judge(bed, push, outcome, expect, clause.id, label)
+    obs = judge(bed, push, outcome, expect, clause.id, label,
+                settle_until=outcome.started + settle_s if settle_s else 0.0)
     left(world, link, client, src, outcome, given, expect)
     if outcome.exc is not None and in_time:
         raised_in_time(bed, push, outcome, client.timeout_ms / 1000, clause.id, label)
