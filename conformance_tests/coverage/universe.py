@@ -60,10 +60,11 @@ def partitions_of(spec: Spec, signature: Signature, dim: CoverageDimension) -> t
 
 
 def defaulted(signature: Signature, dim: CoverageDimension) -> tuple[str, ...]:
-    """The parameters of a ``defaults`` dimension: those the release gives a default, less the dimension's
-    ``given`` (whose default makes no valid transfer)."""
+    """The parameters of a ``defaults`` dimension: those the release gives a default (a keyword of ``**kwargs``
+    whose default the spec states among them), less the dimension's ``given`` (whose default makes no valid
+    transfer)."""
     kept = set(dim.params.get("given") or ())
-    return tuple(q.name for q in signature.declared if q.has_default and not q.required and q.name not in kept)
+    return tuple(name for name in signature.defaulted if name not in kept)
 
 
 def declared(dim: CoverageDimension, value: str, caps: Mapping[str, Any]) -> bool:

@@ -353,7 +353,8 @@ def _encoding(raw: Mapping[str, Any] | None) -> Encoding | None:
 
 def _signature(raw: Mapping[str, Any]) -> Signature:
     params = tuple(Parameter(str(p["name"]), str(p["kind"]), str(p["type"]), bool(p.get("required", False)),
-                             "default" in p, _default(p.get("default")))
+                             "default" in p, _default(p.get("default")),
+                             tuple((str(k), _default(v)) for k, v in (p.get("keyword_defaults") or {}).items()))
                    for p in raw["parameters"])
     return Signature(raw.get("since"), raw.get("until"), params, raw.get("returns"), bool(raw.get("var_kwargs")))
 

@@ -367,6 +367,8 @@ class Parameter:
     required: bool = False
     has_default: bool = False
     default: Any = None
+    #: a var_keyword entry's documented defaults, (keyword, default) in the spec's order
+    keyword_defaults: tuple[tuple[str, Any], ...] = ()
 
     @property
     def through_kwargs(self) -> tuple[str, ...]:
@@ -403,10 +405,21 @@ class Signature:
     def takes_var_kwargs(self) -> bool:
         return self.var_kwargs or any(p.kind == "var_keyword" for p in self.parameters)
 
+    @property
+    def defaulted(self) -> tuple[str, ...]:
+        """The parameters a call may leave to a default: declared ones with a default (not required), then the
+        keywords ``**kwargs`` takes whose default the spec states."""
+        return (tuple(p.name for p in self.declared if p.has_default and not p.required)
+                + tuple(name for p in self.parameters for name, _ in p.keyword_defaults))
+
     def default(self, name: str) -> Any:
         for p in self.declared:
             if p.name == name and p.has_default:
                 return p.default
+        for p in self.parameters:
+            for keyword, value in p.keyword_defaults:
+                if keyword == name:
+                    return value
         return None
 
 

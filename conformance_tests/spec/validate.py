@@ -256,6 +256,19 @@ def _check_range(obj: Mapping[str, Any], releases: list[str], at: tuple[str | in
                    "until is exclusive")
 
 
+def _check_keyword_defaults(param: Mapping[str, Any], at: tuple[str | int, ...]) -> Iterator[Problem]:
+    """A parameter's keyword_defaults: on a var_keyword entry only, each naming a keyword its type lists."""
+    given = param.get("keyword_defaults") or {}
+    if given and param["kind"] != "var_keyword":
+        yield json_path(*at, "keyword_defaults"), "only a var_keyword parameter takes keyword defaults"
+        return
+    taken = {n.strip() for n in str(param["type"]).split(",")}
+    for name in given:
+        if name not in taken:
+            yield (json_path(*at, "keyword_defaults", name),
+                   f"{name!r} is not a keyword this parameter takes ({', '.join(sorted(taken))})")
+
+
 def _check_signature(raw: dict[str, Any], releases: list[str]) -> Iterator[Problem]:
     covered: dict[str, int] = {}
     broken = False  # a bad range: coverage is not judged
@@ -269,6 +282,7 @@ def _check_signature(raw: dict[str, Any], releases: list[str]) -> Iterator[Probl
             if param["name"] in names:
                 yield json_path(*at, "parameters", j, "name"), f"duplicate parameter {param['name']!r}"
             names.add(param["name"])
+            yield from _check_keyword_defaults(param, (*at, "parameters", j))
         if problems:
             continue
         low = releases.index(entry["since"]) if entry.get("since") else 0

@@ -199,12 +199,13 @@ def test_a_dimension_with_a_parameter_has_no_partitions_in_a_release_without_it(
 @pytest.mark.parametrize("op", ["pull_cache", "push_blocks", "pull_blocks"])
 def test_each_siblings_covering_clauses_reach_how_its_caches_are_made_and_its_defaults(tmp_path, op):
     """Each sibling's made dimensions (a blocks cache allocated or registered; a contiguous one allocated with or
-    without keys, or registered) and its parameter defaults are reached by the clauses they name alone, by
-    construction: no partition of them, nor a pair of the two made dimensions, is left."""
+    without keys, or registered) and its parameter defaults (the keywords **kwargs takes among them, by their
+    keyword_defaults) are reached by the clauses they name alone, by construction: no partition of them, nor a
+    pair of the two made dimensions, is left."""
     spec = load_spec(operation_spec_path(op))
     assert spec.coverage is not None
     dims = {n: d for n, d in spec.coverage.dimensions.items() if d.kind in ("made", "defaults")}
-    assert {d.kind for d in dims.values()} >= {"made"}, dims
+    assert {d.kind for d in dims.values()} == {"made", "defaults"}, dims
     clauses = sorted({str(d.params["covered_by"]) for d in dims.values()})
     proc = certify("--operation", op, "--clauses", ",".join(clauses), "--hypothesis-profile", "quick",
                    "--report-dir", str(tmp_path))
@@ -229,3 +230,19 @@ def test_a_blocks_backend_correct_only_on_allocated_blocks_caches_is_not_certifi
     failed = [t for t in report["tests"] if t["outcome"] == "failed"]
     assert [t["clauses"] for t in failed] == [[clause_id]], [(t["id"], t["outcome"]) for t in report["tests"]]
     assert caught in failed[0]["message"], failed[0]["message"][:2000]
+
+
+@pytest.mark.parametrize(("op", "mutant"), [("pull_cache", "pull_first_layer_by_default"),
+                                            ("pull_blocks", "pull_blocks_first_layer_by_default")])
+def test_a_wrong_default_of_a_kwargs_keyword_fails_the_covering_pull(tmp_path, op, mutant):
+    """The keywords of **kwargs whose defaults the spec states (the layer ranges: every layer) are left out by the
+    covering pull of the parameter dimension: a backend whose ranges left out mean the first layer fails that
+    pull, which names what it left out."""
+    clause_id = f"{op}.data.postcondition"
+    proc = certify("--backend", f"mutants.catalog:{mutant}", "--operation", op, "--clauses", clause_id,
+                   "--report-dir", str(tmp_path))
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    failed = {t["params"]["item"]: t for t in report["tests"] if t["outcome"] == "failed"}
+    assert "parameter_omitted" in failed, ([(t["id"], t["outcome"]) for t in report["tests"]], proc.stdout[-2000:])
+    left_out = failed["parameter_omitted"]["message"].split(" left out")[0]
+    assert "src_layer_range" in left_out and "dst_layer_range" in left_out, left_out[-500:]

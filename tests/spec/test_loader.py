@@ -324,6 +324,38 @@ def test_malformed_spec_is_rejected_with_json_path(
     assert str(error) == f"{error.file}: {where}: {error.what}"
 
 
+def _with_kwargs(keyword_defaults: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    def mutate(data: dict[str, Any]) -> None:
+        data["signature"][1]["parameters"].append(
+            {"name": "kwargs", "kind": "var_keyword", "type": "src_layer_range, dst_layer_range",
+             "keyword_defaults": keyword_defaults})
+    return mutate
+
+
+def test_a_keyword_of_kwargs_with_a_stated_default_is_a_defaulted_parameter(
+        write_spec: WriteSpec, mini_spec: dict[str, Any]) -> None:
+    _with_kwargs({"dst_layer_range": None})(mini_spec)
+    sig = load_spec(write_spec(mini_spec)).signature_for("9.0.0")
+    # a declared default first, then the keyword whose default the spec states; the other keyword has none
+    assert sig.defaulted == ("tensor_num_per_layer", "dst_layer_range")
+    assert sig.names == ("dst_cache_key", "src_cache", "tensor_num_per_layer", "src_layer_range", "dst_layer_range")
+    assert [p.name for p in sig.declared] == ["dst_cache_key", "src_cache", "tensor_num_per_layer"]
+
+
+@pytest.mark.parametrize(("mutate", "where", "what"), [
+    (_with_kwargs({"size": -1}), "$.signature[1].parameters[3].keyword_defaults.size",
+     "'size' is not a keyword this parameter takes (dst_layer_range, src_layer_range)"),
+    (_set(("signature", 1, "parameters", 2, "keyword_defaults"), {"tensor_num_per_layer": 2}),
+     "$.signature[1].parameters[2].keyword_defaults", "only a var_keyword parameter takes keyword defaults"),
+], ids=["unknown_keyword", "not_var_keyword"])
+def test_keyword_defaults_name_keywords_of_a_var_keyword_entry(
+        write_spec: WriteSpec, mini_spec: dict[str, Any], mutate: Callable[[dict[str, Any]], None], where: str,
+        what: str) -> None:
+    mutate(mini_spec)
+    error = _error(write_spec, mini_spec)
+    assert (error.where, error.what) == (where, what), str(error)
+
+
 def test_yaml_syntax_error_gives_line_and_column(write_spec: WriteSpec) -> None:
     text = "spec_version: 9.0.0\napi: push_cache\nclauses:\n  - id: push_cache.param.x\n   level: must\n"
     error = _error(write_spec, text)

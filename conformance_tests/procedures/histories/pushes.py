@@ -116,17 +116,20 @@ def call_for(h: HistoryRun, bed: HistoryBed, plan: Plan, *, batch_code: tuple[st
 def in_style(sig: Signature, given: Mapping[str, Value], style: str, api: str, **fields: Any) -> Call:
     """The call of ``api`` passing ``given`` (those its signature ``sig`` takes) in calling form ``style``
     (:data:`STYLES`): by keyword; positionally in the prototype's order (where every declared parameter is given;
-    a name taken through ``**kwargs`` by keyword still); or only what differs from the signature's defaults.
-    ``fields``: the rest of the :class:`Call`."""
+    a name taken through ``**kwargs`` by keyword still); or only what differs from the signature's defaults (a
+    keyword of ``**kwargs`` whose default the spec does not state: left out where None).  ``fields``: the rest of
+    the :class:`Call`."""
+    defaulted = set(sig.defaulted)
     values: dict[str, Value] = {}
     for p in sig.declared:
         if p.name not in given:
             continue
-        if style == "defaults" and p.has_default and not p.required and given[p.name].obj == p.default:
+        if style == "defaults" and p.name in defaulted and given[p.name].obj == p.default:
             continue
         values[p.name] = given[p.name]
     for name in sig.through_kwargs:
-        if name not in values and name in given and not (style == "defaults" and given[name].obj is None):
+        default = sig.default(name) if name in defaulted else None
+        if name not in values and name in given and not (style == "defaults" and given[name].obj == default):
             values[name] = given[name]
     positional = style == "positional" and all(n in values for n in (p.name for p in sig.declared))
     return Call(values, api, positional=positional, by_keyword=frozenset(sig.through_kwargs), **fields)
