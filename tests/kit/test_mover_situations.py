@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from conformance_tests.judging.judge import ClauseFailure
-from conformance_tests.procedures.histories import mover_situations
+from conformance_tests.procedures.histories import mover_situations, mover_transfers
 from conformance_tests.procedures.histories.movers import own
 from conformance_tests.running.context import RunContext
 from conformance_tests.spec import load_spec
@@ -29,14 +29,14 @@ HISTORY = {"push_blocks": "push_blocks.history.valid_pushes", "pull_cache": "pul
 def judged(monkeypatch):
     """(clause id, raised) of every transfer the situations judged (None: by the history clause)."""
     seen: Counter[tuple[str | None, bool]] = Counter()
-    original = mover_situations.judge_transfer
+    original = mover_transfers.judge_transfer
 
     def spy(*args, clause=None, **kwargs):
         outcome = original(*args, clause=clause, **kwargs)
         seen[(clause.id if clause is not None else None, outcome.exc is not None)] += 1
         return outcome
 
-    monkeypatch.setattr(mover_situations, "judge_transfer", spy)
+    monkeypatch.setattr(mover_transfers, "judge_transfer", spy)
     return seen
 
 

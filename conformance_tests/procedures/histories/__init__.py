@@ -6,8 +6,9 @@ shrinks a failure to a minimal history whose call log is the reproduction.
 Modules: ``world`` (the model), ``bed`` (the testbed of many nodes), ``draws`` (what a history draws),
 ``pushes`` (a push: its call and its judgement), ``pulls`` (a pull, in a run whose operation pulls: its plan,
 call and judgement), ``blocks`` (a move of block lists), ``movers`` (what a pull and a move of blocks share, and the
-companion), ``mover_situations`` (a pull's or a move's situations), ``machine`` (the rules and push_cache's
-situations).
+companion), ``mover_transfers`` (a pull's or a move's own transfer: planned, judged, followed), ``mover_situations``
+(its situations), ``mover_delays`` (its delays within and past the budget), ``machine`` (the rules and
+push_cache's situations).
 
 A test is marked with every clause its histories judge (those the backend's capabilities allow), so the
 clauses are covered by it; a failure names the one clause whose promise broke (``failed_clauses``).

@@ -48,7 +48,8 @@ from .by_relation import NODES, drawn_relation, push_in_relation
 from .delays import Turns, beyond_per_layer_ms, draw_within, edge_class, edge_timeout, exceeded_ms, fraction
 from .long_runs import long_run
 from .making import Making
-from .mover_situations import faulting_timeout, opening_situations, situation_rules
+from .mover_delays import faulting_timeout
+from .mover_situations import opening_situations, situation_rules
 from .movers import Mover, alongside_movers, companion
 from .planning import Planning, divisors
 from .pulls import opening_pulls, pull_operation, pull_rule
@@ -393,7 +394,7 @@ def _open(m: HistoryMachine, data: Any) -> list[tuple[CacheState, CacheState] | 
 
 def _first_timeouts(h: HistoryRun, edge_delay: bool) -> tuple[int | None, ...]:
     """The budgets of a history's first nodes (None: drawn): a configuration stream's edge delays' (see
-    _edge_delays), a long run's client's, a mover run's third node's (mover_situations.faulting_timeout), or
+    _edge_delays), a long run's client's, a mover run's third node's (mover_delays.faulting_timeout), or
     none."""
     # a stream that names the within-budget delay among its few situations (the configuration stream) starts
     # with one of the class its turn gives it (delays.edge_class: the spec's classes, the nearest the budget
