@@ -1618,6 +1618,28 @@ class blocks_local_tensors_packed(CacheManager):
                  self._dst_view(link, remote, s.dst_tensor, s.dst_offset, s.nbytes)) for s in spans]
 
 
+class _KeepsFreedInTable(CacheManager):
+    """Gives a freed cache's memory back to the pool but keeps it in the node's table, alive and bound to its
+    keys: a peer still finds it, and reads or writes what the pool holds there now (a cache allocated since)."""
+
+    def _release(self, cache):  # type: ignore[no-untyped-def]
+        engine = self.engine
+        entry = engine.caches.get(cache.cache_id) if self._owns(cache) else None
+        models = [m for m, cid in engine.blocks_keys.items() if cid == cache.cache_id]
+        super()._release(cache)
+        if entry is not None:
+            with engine.lock:
+                engine.caches[cache.cache_id] = engine.dead_caches.pop(cache.cache_id, entry)
+                engine.blocks_keys.update(dict.fromkeys(models, cache.cache_id))
+            entry.alive = True
+
+
+@mutant("keeps a freed blocks cache in its node's table: a push of blocks into it writes the memory the pool took "
+        "back (push_blocks)", ("push_blocks.safety.deallocated_destination",))
+class blocks_keeps_freed_in_table(_KeepsFreedInTable):
+    pass
+
+
 @mutant("pushes blocks from a blocks cache this node has freed: the released blocks' memory is read into the remote "
         "cache (push_blocks)", ("push_blocks.safety.deallocated_source",), by="histories",
         focus=("push_blocks.history.valid_pushes", "push_blocks.safety.deallocated_source",
@@ -2062,6 +2084,12 @@ class pull_into_deallocated(CacheManager):
             self._pull_copy(a, link, pairs)
 
 
+@mutant("keeps a freed cache in its node's table: a pull from it reads the memory the pool took back (pull_cache)",
+        ("pull_cache.safety.deallocated_source",))
+class pull_keeps_freed_in_table(_KeepsFreedInTable):
+    pass
+
+
 # ---- timeouts
 @mutant("never times out (pull_cache): a slow transfer waits as long as it takes",
         ("pull_cache.timeout.exceeded", "pull_cache.timeout.dropped_link"))
@@ -2499,6 +2527,12 @@ class pull_blocks_rank_one_moves_nothing(_shared(pull_rank_one_moves_nothing)): 
 @mutant("writes pulled blocks into a blocks cache this node has freed (pull_blocks)",
         ("pull_blocks.safety.deallocated_destination",))
 class pull_blocks_into_deallocated(_shared(pull_into_deallocated)):  # type: ignore[misc]
+    pass
+
+
+@mutant("keeps a freed blocks cache in its node's table: a pull of blocks from it reads the memory the pool took "
+        "back (pull_blocks)", ("pull_blocks.safety.deallocated_source",))
+class pull_blocks_keeps_freed_in_table(_KeepsFreedInTable):
     pass
 
 

@@ -39,6 +39,11 @@ def _deallocate(tb: Testbed) -> None:
     tb.deallocate("dst")
 
 
+@step("deallocate_src")
+def _deallocate_src(tb: Testbed) -> None:
+    tb.deallocate("src")
+
+
 @step("allocate_dst")
 def _allocate_dst(tb: Testbed) -> None:
     tb.renew_dst("late")
@@ -46,4 +51,6 @@ def _allocate_dst(tb: Testbed) -> None:
 
 @step("allocate_bystander")
 def _bystander(tb: Testbed) -> None:
-    tb.fill_sentinel(tb.make_cache("bystander", "remote", tb.scenario.dst))
+    # bound to no key: a blocks cache bound to the destination's model_id would be what the call's key names, and
+    # the bystander is there to take memory a freed cache gave back, not to be the transfer's target
+    tb.fill_sentinel(tb.make_cache("bystander", "remote", tb.scenario.dst.with_(cache_keys=(), model_id=None)))

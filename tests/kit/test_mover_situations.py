@@ -1,8 +1,8 @@
 """The situations of a mover run's histories (push_blocks, pull_cache, pull_blocks): every history makes the run's
 own transfer once in each situation its spec's clauses declare (history:) — a link that stops carrying data, a
-delay within the budget and one past it, a dead peer, a key naming no cache, a node never linked or unlinked, the local cache released — each judged by the
-clause declaring it and followed by valid transfers; a backend that reads a released blocks cache fails the
-clause naming it; a situation no history of the operation can be in is refused, naming the clause."""
+delay within the budget and one past it, a dead peer, a key naming no cache, a node never linked or unlinked, the
+local cache released, the peer's cache released — each judged by the clause declaring it and followed by valid
+transfers; a backend that reads a released blocks cache fails the clause naming it; a situation no history of the operation can be in is refused, naming the clause."""
 
 from __future__ import annotations
 
@@ -53,8 +53,9 @@ def test_every_declared_situation_is_reached_and_judged_by_its_clause(quick, jud
     refusals = {clause for (clause, raised), n in judged.items() if raised and clause is not None}
     recoveries = {clause for (clause, raised), n in judged.items() if not raised}
     # one history reaches each by construction: refused (writing nothing) by the clause that declares it
+    mover = own(SimpleNamespace(run=run))
     for name in ("dropped_link", "delay_exceeded", "dead_peer", "unknown_cache", "never_linked", "unlinked",
-                 mover_situations.local_freed(own(SimpleNamespace(run=run)))):
+                 mover_situations.local_freed(mover), mover_situations.remote_freed(mover)):
         if name in declared:
             assert declared[name] in refusals, f"{api}: situation {name} ({declared[name]}) was never judged"
     # and what follows a refusal over the same link is judged by the clause saying what the link must do then
@@ -76,11 +77,11 @@ def test_a_block_read_after_its_release_fails_the_safety_clause(quick):
 def test_a_situation_no_history_of_the_operation_can_be_in_is_refused_naming_its_clause():
     run = SimpleNamespace(spec=load_spec(operation_spec_path("push_blocks")), signature=SimpleNamespace(names=()))
     mover = own(SimpleNamespace(run=run))
-    clause = SimpleNamespace(id="push_blocks.safety.freed_remote")
-    h = SimpleNamespace(situations={"freed_destination": clause})
-    with pytest.raises(ValueError, match=r"push_blocks.safety.freed_remote: declares history situation "
-                                         r"'freed_destination', which a history of push_blocks"):
+    clause = SimpleNamespace(id="push_blocks.remote.not_remote_accessible")
+    h = SimpleNamespace(situations={"inaccessible_destination": clause})
+    with pytest.raises(ValueError, match=r"push_blocks.remote.not_remote_accessible: declares history situation "
+                                         r"'inaccessible_destination', which a history of push_blocks"):
         mover_situations.situation_rules(h, None, mover, str)
     assert mover_situations.buildable("freed_source", mover)
     assert mover_situations.buildable("delay_exceeded", mover)
-    assert not mover_situations.buildable("inaccessible_destination", mover)
+    assert mover_situations.buildable("freed_destination", mover)

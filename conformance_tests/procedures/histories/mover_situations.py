@@ -5,10 +5,11 @@ in push_cache's situations (:mod:`.machine`) is followed.
 
 A serving system meets these in the middle of its work: a link that stops carrying data mid-transfer, a transfer
 slowed within its budget or past it (:mod:`.mover_delays`), a peer that dies, a key naming no cache of the peer, a
-link dropped and not made again, and a block read (pushed from, or pulled into) after its cache was released.  A
-situation a mover cannot be in (the other side's cache freed: the remote table's staleness, which no page of the
-family specifies) is refused where a spec declares it (:func:`buildable`).  How each transfer is planned, judged
-and followed: :mod:`.mover_transfers`."""
+link dropped and not made again, a block read (pushed from, or pulled into) after its cache was released, and a
+transfer whose cache on the peer was released after the link's table was synced.  A situation a mover cannot be in
+(push_cache's own: a destination closed to remote access, a cache made after the link, pushes at once) is refused
+where a spec declares it (:func:`buildable`).  How each transfer is planned, judged and followed:
+:mod:`.mover_transfers`."""
 
 from __future__ import annotations
 
@@ -48,10 +49,14 @@ def local_freed(mover: Mover) -> str:
     return "freed_destination" if mover.op.pulls else "freed_source"
 
 
+def remote_freed(mover: Mover) -> str:
+    """The situation of a transfer whose cache on the server (the one its key names) was freed: a pull reads its
+    source there, a push of blocks writes its destination there."""
+    return "freed_source" if mover.op.pulls else "freed_destination"
+
+
 def buildable(name: str, mover: Mover) -> bool:
     """Whether a history of ``mover`` can make its transfer in situation ``name``."""
-    if name in ("freed_source", "freed_destination"):
-        return name == local_freed(mover)
     return name in MOVER_SITUATIONS
 
 
@@ -155,22 +160,37 @@ def _unlinked_since(m: HistoryMachine, data: Any, mover: Mover) -> bool:
     return _unlinked(m, data, mover, "unlinked", m.world.relinkable())
 
 
-@mover_situation("freed_source", "freed_destination")
-def _freed_local(m: HistoryMachine, data: Any, mover: Mover) -> bool:
-    """A valid transfer, then its local cache freed (deallocate_cache or deallocate_blocks_cache; unregister_cache
-    for a registered one) and the same transfer again: a block read from, or written into, memory its cache
-    released."""
+@mover_situation("freed_source")
+def _freed_source(m: HistoryMachine, data: Any, mover: Mover) -> bool:
+    """The transfer's source freed by its node: a push's on this node, a pull's on the server."""
+    return _freed_cache(m, data, mover, "freed_source")
+
+
+@mover_situation("freed_destination")
+def _freed_destination(m: HistoryMachine, data: Any, mover: Mover) -> bool:
+    """The transfer's destination freed by its node: a pull's on this node, a push's on the server."""
+    return _freed_cache(m, data, mover, "freed_destination")
+
+
+def _freed_cache(m: HistoryMachine, data: Any, mover: Mover, name: str) -> bool:
+    """A valid transfer, then the cache situation ``name`` names freed (deallocate_cache or
+    deallocate_blocks_cache; unregister_cache for a registered one) and the same transfer again: on the client, a
+    block read from, or written into, memory its cache released; on the server (the cache the key names, after a
+    transfer over the link synced its table), a pull reading, or a push of blocks writing, memory the peer
+    released (its clause says what a stale table may do)."""
     t = valid(m, data, mover)
     if t is None:
         return False
-    judged(m, t, mover, None, m.label(f"valid {mover.api}, before its local cache is freed"))
-    cache = t.dst if t.pulls else t.src
+    local = name == local_freed(mover)
+    side = "local" if local else "server's"
+    judged(m, t, mover, None, m.label(f"valid {mover.api}, before its {side} cache is freed"))
+    cache = (t.dst if t.pulls else t.src) if local else (t.src if t.pulls else t.dst)
     if cache.freed or (cache.registered and not m.making.can_unregister):
         return True
     m.bed.free(cache.name, registered=cache.registered)
     cache.freed = True
     still(m.h, m.bed, m.label(f"free {cache.name}"))
-    return in_situation(m, data, mover, t, local_freed(mover))
+    return in_situation(m, data, mover, t, name)
 
 
 # ---- what a history reaches by construction -------------------------------------------------------------------
@@ -181,8 +201,8 @@ def opening_situations(m: HistoryMachine, data: Any, mover: Mover) -> None:
     moves: a link that stops carrying data, a delay within the budget (of the class the history's turn gives it:
     every class in any run of as many histories) and one past it (these from the third node, whose budget
     :func:`faulting_timeout` set, linked to the first now), a key naming no cache, the local cache freed, a node
-    never linked, that third link unlinked, and last a dead peer (the history goes on with the nodes left); each
-    followed by its recovery."""
+    never linked, that third link unlinked, the server's cache freed, and last a dead peer (the history goes on
+    with the nodes left); each followed by its recovery."""
     h, w = m.h, m.world
     label = m.label("open")
     faulting = faulting_timeout(h) is not None and len(w.nodes) > 2
@@ -195,9 +215,11 @@ def opening_situations(m: HistoryMachine, data: Any, mover: Mover) -> None:
                                                  within=edge_class(h.hist.delays, m.index))),
         ("delay_exceeded", lambda: delayed(m, data, mover, "delay_exceeded", edge=edge)),
         ("unknown_cache", lambda: _unknown(m, data, mover)),
-        (local_freed(mover), lambda: _freed_local(m, data, mover)),
+        (local_freed(mover), lambda: _freed_cache(m, data, mover, local_freed(mover))),
         ("never_linked", lambda: _never(m, data, mover)),
         ("unlinked", lambda: _unlink_then(m, data, mover)),
+        # after the unlinked pair is found (the server's cache it frees could be the one that pair needs)
+        (remote_freed(mover), lambda: _freed_cache(m, data, mover, remote_freed(mover))),
         ("dead_peer", lambda: _dead_peer(m, data, mover)),
     ]
     for name, make in steps:
