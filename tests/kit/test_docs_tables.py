@@ -9,8 +9,11 @@ import ast
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
+from conformance_tests.spec import load_spec
+from conformance_tests.spec.paths import operation_spec_path
 from tests.helpers import ROOT
 
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
@@ -135,3 +138,17 @@ def test_the_readmes_layout_table_names_every_top_level_package():
     assert packages, "the checkout's packages are found"
     assert packages <= layout, sorted(packages - layout)
 
+
+
+def test_the_readmes_counts_of_push_blocks_clauses_and_deviations_are_its_specs():
+    """The README's push_blocks row states its spec's clause counts and how many deviations vendor mode fails:
+    both read from the spec here, so a clause added without the row following it fails."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `push-cache-kit certify --operation push_blocks`"))
+    spec = load_spec(operation_spec_path("push_blocks"))
+    levels = Counter(c.level.value for c in spec.clauses)
+    stated = re.search(r"\((\d+) clauses: (\d+) must, (\d+) should, (\d+) may", row)
+    assert stated is not None, row[:300]
+    assert tuple(map(int, stated.groups())) == (len(spec.clauses), levels["must"], levels["should"], levels["may"])
+    failing = re.search(r"fails exactly the (\d+) clauses whose `deviation:`", row)
+    assert failing is not None and int(failing.group(1)) == sum(1 for c in spec.clauses if c.deviation), row[-600:]
