@@ -23,10 +23,11 @@ if TYPE_CHECKING:
 #: the situations a mover's opening makes under a fault that costs waiting, from its third node
 DROPS = frozenset({"dropped_link", "after_timeout"})
 DELAYS = ("delay_within_budget", "delay_exceeded")
-#: the most layers a delay within the budget is spread over: each layer's wait adds a transfer's own overhead
-#: (a timer's granularity), which over dozens of layers can outgrow what separates the delay from the budget and
-#: excuse a backend that times out early (judged then by the overtime clause)
-DELAYED_LAYERS = 4
+#: the layers a delay within the budget is made over: one, so that the delay is the same whether a backend delays
+#: each layer's transfer or the call's one transfer (the reference's pull_cache moves all its layers in one), and
+#: no timer's granularity per layer, over dozens of layers, can outgrow what separates the delay from the budget
+#: and excuse a backend that times out early (judged then by the overtime clause)
+DELAYED_LAYERS = 1
 
 
 def faulting_timeout(h: HistoryRun) -> int | None:
