@@ -14,6 +14,7 @@ where a spec declares it (:func:`buildable`).  How each transfer is planned, jud
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
@@ -22,7 +23,7 @@ from hypothesis.stateful import MultipleResults, multiple, precondition, rule
 from . import blocks, draws, pulls
 from .blocks import BlocksMove
 from .delays import edge_class
-from .mover_delays import delayed, faulting_timeout
+from .mover_delays import DELAYS, delayed, faulting_timeout
 from .mover_transfers import between, in_situation, judged, layers, valid, wait_left
 from .movers import Mover, pairs
 from .pushes import HistoryRun, still
@@ -89,16 +90,6 @@ def _after_timeout(m: HistoryMachine, data: Any, mover: Mover) -> bool:
     return "dropped_link" in m.h.situations and _dropped(m, data, mover)
 
 
-@mover_situation("delay_within_budget")
-def _delay_within(m: HistoryMachine, data: Any, mover: Mover) -> bool:
-    return delayed(m, data, mover, "delay_within_budget")
-
-
-@mover_situation("delay_exceeded")
-def _delay_exceeded(m: HistoryMachine, data: Any, mover: Mover) -> bool:
-    return delayed(m, data, mover, "delay_exceeded")
-
-
 @mover_situation("dead_peer")
 def _dead_peer(m: HistoryMachine, data: Any, mover: Mover) -> bool:
     """The server dies for good (nothing of it is observed again): a transfer with it is refused in time."""
@@ -160,18 +151,6 @@ def _unlinked_since(m: HistoryMachine, data: Any, mover: Mover) -> bool:
     return _unlinked(m, data, mover, "unlinked", m.world.relinkable())
 
 
-@mover_situation("freed_source")
-def _freed_source(m: HistoryMachine, data: Any, mover: Mover) -> bool:
-    """The transfer's source freed by its node: a push's on this node, a pull's on the server."""
-    return _freed_cache(m, data, mover, "freed_source")
-
-
-@mover_situation("freed_destination")
-def _freed_destination(m: HistoryMachine, data: Any, mover: Mover) -> bool:
-    """The transfer's destination freed by its node: a pull's on this node, a push's on the server."""
-    return _freed_cache(m, data, mover, "freed_destination")
-
-
 def _freed_cache(m: HistoryMachine, data: Any, mover: Mover, name: str) -> bool:
     """A valid transfer, then the cache situation ``name`` names freed (deallocate_cache or
     deallocate_blocks_cache; unregister_cache for a registered one) and the same transfer again: on the client, a
@@ -191,6 +170,15 @@ def _freed_cache(m: HistoryMachine, data: Any, mover: Mover, name: str) -> bool:
     cache.freed = True
     still(m.h, m.bed, m.label(f"free {cache.name}"))
     return in_situation(m, data, mover, t, name)
+
+
+# the situations whose builder takes the situation's name: a delay within or past the budget (:mod:`.mover_delays`),
+# and the transfer's source or destination freed by its node (a push's source and a pull's destination on this
+# node, the others on the server)
+for _name in DELAYS:
+    MOVER_SITUATIONS[_name] = partial(delayed, name=_name)
+for _name in ("freed_source", "freed_destination"):
+    MOVER_SITUATIONS[_name] = partial(_freed_cache, name=_name)
 
 
 # ---- what a history reaches by construction -------------------------------------------------------------------
