@@ -135,7 +135,8 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             "passing_push_features": rows.passing_push_features,
             "isolation": state.isolation,
             # the first process, then one per loss (summed over pytest-xdist workers, which each start their own)
-            "backend_processes": 1 + rows.restarts if state.isolation == "process" else None,
+            # one per process that ran tests (the serial process, or each pytest-xdist worker), then one per loss
+            "backend_processes": max(1, len(rows.workers)) + rows.restarts if state.isolation == "process" else None,
             "max_time_s": state.max_time or None,
             "out_of_time": state.out_of_time,
             # a count of distinct layouts cannot be added up over shards: a shard report carries the layouts

@@ -126,6 +126,8 @@ class Rows:
         self.order: list[str] = []
         self.push_calls = 0
         self.restarts = 0  # backend processes started after a loss (isolated runs), in every worker
+        #: the pytest-xdist workers whose reports came in (each started a backend process of its own)
+        self.workers: set[str] = set()
         #: per class of push (returned, raised) and feature, the values the pushes of the passing tests took
         self.passing_push_features: dict[str, dict[str, Any]] = {}
         self.layouts: set[str] = set()
@@ -150,6 +152,9 @@ class Rows:
     def add(self, rep: Any) -> dict[str, Any]:
         """Fold one phase's report into its row; returns the row."""
         data = carried(rep)
+        worker = getattr(getattr(getattr(rep, "node", None), "gateway", None), "id", None)
+        if isinstance(worker, str):
+            self.workers.add(worker)
         row = self.by_id.get(rep.nodeid)
         if row is None:
             row = new_row(rep.nodeid, (data or {}).get("meta"))

@@ -97,8 +97,13 @@ def test_parallel_workers_write_the_same_report_as_a_serial_run(tmp_path):
     a, b = load(serial), load(parallel)
     assert outcomes(a) == outcomes(b) and len(a["tests"]) > 10
     assert a["verdict"] == b["verdict"] and a["completeness"] == b["completeness"]
-    for key in ("push_calls", "distinct_layouts", "backend_processes"):
+    for key in ("push_calls", "distinct_layouts"):
         assert a["run"][key] == b["run"][key] > 0, key
+    # processes are not the same count: each worker starts its own, and a loss in a worker's last test needs no
+    # new one (which test that is depends on how the tests were shared out); the serial run's last test passes
+    lost = sum(1 for t in a["tests"] if t["outcome"] == "error")
+    assert a["run"]["backend_processes"] == 1 + lost, a["run"]
+    assert lost <= b["run"]["backend_processes"] <= 2 + lost, (lost, b["run"])
     messages = {t["id"]: t["message"] for t in b["tests"] if t["outcome"] == "error"}
     assert messages and all("SIGSEGV" in m for m in messages.values())
     # in the workers' own process, each crash takes a pytest-xdist worker down instead; the worker is replaced,
