@@ -134,7 +134,6 @@ def run_header(state: State, config: pytest.Config) -> dict[str, Any]:
             "layouts_sha256": layouts_sha256(rows.layouts),
             "passing_push_features": rows.passing_push_features,
             "isolation": state.isolation,
-            # the first process, then one per loss (summed over pytest-xdist workers, which each start their own)
             # one per process that ran tests (the serial process, or each pytest-xdist worker), then one per loss
             "backend_processes": max(1, len(rows.workers)) + rows.restarts if state.isolation == "process" else None,
             "max_time_s": state.max_time or None,

@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 from hypothesis.errors import FlakyStrategyDefinition, HypothesisException
 
+from ...coverage.durations import delay_keys, fraction_class
 from ...spec.model import Bounds, DelayClass, Delays
+from ..calls import SETTLE_S
+
+if TYPE_CHECKING:
+    from .machine import HistoryMachine
+    from .world import NodeState
 
 
 @dataclass(frozen=True)
@@ -125,3 +131,23 @@ def draw_within(draw: Any, delays: Delays, budget_ms: int, left_ms: float,
 
 def fraction(total_ms: float, budget_ms: int) -> float:
     return total_ms / budget_ms
+
+
+def roomiest_link(m: HistoryMachine, links: list[tuple[int, int]], left_ms: int) -> tuple[int, int]:
+    """The link whose client's budget leaves a delay the most room within what the history may still wait
+    (``left_ms``; ties: the lowest nodes)."""
+    return max(links, key=lambda p: (min(m.world.nodes[p[0]].timeout_ms, 2 * left_ms), -p[0], -p[1]))
+
+
+def inject_delay(m: HistoryMachine, client: NodeState, name: str, per_layer_ms: float, layers: int,
+                 budget_ms: int) -> tuple[float, float, str]:
+    """Inject on ``client`` a delay of ``per_layer_ms`` for each of the ``layers`` of a transfer under a budget of
+    ``budget_ms``, and record its class as reached (coverage kind budget_fractions).  Returns what the transfer
+    may wait in all (s: the delay, then the budget), how long after its start a delayed layer a timeout did not
+    stop may still write (s), and its label (situation ``name``, the class and the share of the budget)."""
+    m.bed.inject_fault(client, {"kind": "delay", "seconds": per_layer_ms / 1000})
+    delay_s = per_layer_ms * layers / 1000
+    share = fraction(per_layer_ms * layers, budget_ms)
+    m.h.run.counters.coverage |= delay_keys(m.h.run.spec, share)
+    what = f"{name}: a {fraction_class(m.h.run.spec, share)} delay, {share:.3f} of {budget_ms} ms"
+    return delay_s + budget_ms / 1000, min(delay_s, (budget_ms + per_layer_ms) / 1000) + SETTLE_S, what

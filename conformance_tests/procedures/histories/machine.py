@@ -34,18 +34,26 @@ from hypothesis.stateful import (
     rule,
 )
 
-from ...coverage.durations import delay_keys, fraction_class
 from ...coverage.measure import relations
 from ...spec import CacheSpec
 from ...spec.model import DelayClass
 from ...testbed.testbed import Outcome
-from ..calls import FAULT_BOUND_FACTOR, SETTLE_S, raised_in_time
+from ..calls import FAULT_BOUND_FACTOR, raised_in_time
 from . import alongside, draws
 from .bed import HistoryBed
 from .blocks import blocks_operation, blocks_rule, opening_moves
 from .broken import push_broken
 from .by_relation import NODES, drawn_relation, push_in_relation
-from .delays import Turns, beyond_per_layer_ms, draw_within, edge_class, edge_timeout, exceeded_ms, fraction
+from .delays import (
+    Turns,
+    beyond_per_layer_ms,
+    draw_within,
+    edge_class,
+    edge_timeout,
+    exceeded_ms,
+    inject_delay,
+    roomiest_link,
+)
 from .long_runs import long_run
 from .making import Making
 from .mover_delays import faulting_timeout
@@ -557,7 +565,7 @@ def _delayed(m: HistoryMachine, data: Any, name: str, edge: tuple[int, int] | No
     if not links:
         return False
     # the link from the node whose timeout leaves a delay the most room (the largest within what may be waited)
-    link = max(links, key=lambda p: (min(w.nodes[p[0]].timeout_ms, 2 * _wait_left(m)), -p[0], -p[1]))
+    link = roomiest_link(m, links, _wait_left(m))
     if edge is not None:
         link = edge
     elif name != "delay_within_budget" or data.draw(st.booleans(), label="any link"):
@@ -583,13 +591,8 @@ def _delayed(m: HistoryMachine, data: Any, name: str, edge: tuple[int, int] | No
     # an edge delay costs its whole share whatever its turn's class: what the history draws next must not turn
     # on the turn (hypothesis replays one history's choices in another, and the data must be the same)
     w.waited_ms += math.ceil(cost) if edge is None else left
-    m.bed.inject_fault(plan.client, {"kind": "delay", "seconds": per_layer / 1000})
-    delay_s = per_layer * layers / 1000
-    share = fraction(per_layer * layers, t)
-    m.h.run.counters.coverage |= delay_keys(m.h.run.spec, share)
-    what = f"{name}: a {fraction_class(m.h.run.spec, share)} delay, {share:.3f} of {t} ms"
-    return _faulted(m, data, plan, name, wait_s=delay_s + t / 1000, clear=plan.client,
-                    settle_s=min(delay_s, t / 1000 + per_layer / 1000) + SETTLE_S, what=what)
+    wait_s, settle_s, what = inject_delay(m, plan.client, name, per_layer, layers, t)
+    return _faulted(m, data, plan, name, wait_s=wait_s, clear=plan.client, settle_s=settle_s, what=what)
 
 
 def _faulted(m: HistoryMachine, data: Any, plan: Plan, name: str, *, wait_s: float, clear: NodeState | None,

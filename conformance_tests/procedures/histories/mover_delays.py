@@ -9,10 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 
-from ...coverage.durations import delay_keys, fraction_class
 from ...spec.model import DelayClass
-from ..calls import SETTLE_S
-from .delays import beyond_per_layer_ms, draw_within, exceeded_ms, fraction, within_ms
+from .delays import beyond_per_layer_ms, draw_within, exceeded_ms, inject_delay, roomiest_link, within_ms
 from .mover_transfers import in_situation, layers, valid, wait_left
 from .movers import Mover
 from .pushes import HistoryRun
@@ -72,7 +70,7 @@ def delayed(m: HistoryMachine, data: Any, mover: Mover, name: str, *, within: De
     elif not links:
         return False
     elif name == "delay_within_budget" and not data.draw(st.booleans(), label="any link"):
-        link = max(links, key=lambda p: (min(w.nodes[p[0]].timeout_ms, 2 * left), -p[0], -p[1]))
+        link = roomiest_link(m, links, left)
     else:
         link = data.draw(st.sampled_from(links), label="delayed link")
     t = valid(m, data, mover, link=link, max_layers=DELAYED_LAYERS if name == "delay_within_budget" else None)
@@ -92,10 +90,5 @@ def delayed(m: HistoryMachine, data: Any, mover: Mover, name: str, *, within: De
         if cost > left:
             return False
     w.waited_ms += cost
-    m.bed.inject_fault(t.client, {"kind": "delay", "seconds": per_layer / 1000})
-    delay_s = per_layer * n / 1000
-    share = fraction(per_layer * n, budget)
-    m.h.run.counters.coverage |= delay_keys(m.h.run.spec, share)
-    what = f"{name}: a {fraction_class(m.h.run.spec, share)} delay, {share:.3f} of {budget} ms"
-    return in_situation(m, data, mover, t, name, wait_s=delay_s + budget / 1000, clear=True, what=what,
-                        settle_s=min(delay_s, (budget + per_layer) / 1000) + SETTLE_S)
+    wait_s, settle_s, what = inject_delay(m, t.client, name, per_layer, n, budget)
+    return in_situation(m, data, mover, t, name, wait_s=wait_s, clear=True, what=what, settle_s=settle_s)

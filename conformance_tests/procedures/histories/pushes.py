@@ -128,7 +128,7 @@ def in_style(sig: Signature, given: Mapping[str, Value], style: str, api: str, *
             continue
         values[p.name] = given[p.name]
     for name in sig.through_kwargs:
-        default = sig.default(name) if name in defaulted else None
+        default = sig.default(name)  # None where the spec states none
         if name not in values and name in given and not (style == "defaults" and given[name].obj == default):
             values[name] = given[name]
     positional = style == "positional" and all(n in values for n in (p.name for p in sig.declared))
